@@ -1,0 +1,162 @@
+/// A dictionary with a byte budget that evicts the least recently used values first.
+///
+/// Values live in a flat array of slots chained into a recency list by index, so a hit moves an
+/// entry to the front with a few integer writes and no allocation or reference counting of nodes.
+/// Not thread-safe: ``MemoryURLCache`` guards it with a mutex.
+struct LeastRecentlyUsed<Key: Hashable, Value> {
+    private struct Slot {
+        var key: Key?
+        var value: Value?
+        var cost: Int
+        var older: Int
+        var newer: Int
+    }
+
+    private var index: [Key: Int] = [:]
+    private var slots: [Slot] = []
+    private var freeSlots: [Int] = []
+    private var newest = -1
+    private var oldest = -1
+
+    /// The byte budget; setting a smaller one evicts at once.
+    private(set) var capacity: Int
+    /// The sum of the costs of the values held; never above ``capacity`` after a mutation.
+    private(set) var totalCost = 0
+
+    init(capacity: Int) {
+        self.capacity = max(0, capacity)
+    }
+
+    var count: Int { index.count }
+
+    var keys: Dictionary<Key, Int>.Keys { index.keys }
+
+    /// The value for `key`, marked as the most recently used.
+    /// - Complexity: O(1).
+    mutating func value(forKey key: Key) -> Value? {
+        guard let position = index[key] else { return nil }
+        moveToFront(position)
+        return slots[position].value
+    }
+
+    /// The value for `key` without changing its recency.
+    func peekValue(forKey key: Key) -> Value? {
+        guard let position = index[key] else { return nil }
+        return slots[position].value
+    }
+
+    /// Stores `value`, replacing any value for `key`, then evicts least recently used values until
+    /// the budget holds. A value whose cost alone exceeds the budget is not stored.
+    /// - Returns: the replaced value, and how many other values were evicted.
+    /// - Complexity: amortised O(1) plus O(1) per evicted value.
+    @discardableResult
+    mutating func setValue(_ value: Value, forKey key: Key, cost: Int) -> (replaced: Value?, evicted: Int) {
+        let replaced = removeValue(forKey: key)
+        guard cost <= capacity else { return (replaced, 0) }
+        let position: Int
+        let slot = Slot(key: key, value: value, cost: cost, older: -1, newer: -1)
+        if let free = freeSlots.popLast() {
+            position = free
+            slots[position] = slot
+        } else {
+            position = slots.count
+            slots.append(slot)
+        }
+        index[key] = position
+        totalCost += cost
+        linkAtFront(position)
+        return (replaced, evictToBudget())
+    }
+
+    /// Removes the value for `key`.
+    /// - Complexity: O(1).
+    @discardableResult
+    mutating func removeValue(forKey key: Key) -> Value? {
+        guard let position = index.removeValue(forKey: key) else { return nil }
+        return release(position)
+    }
+
+    /// Removes every value for which `predicate` is true.
+    /// - Returns: the removed keys.
+    /// - Complexity: O(n).
+    mutating func removeAll(where predicate: (Key, Value) throws -> Bool) rethrows -> [Key] {
+        var doomed: [Key] = []
+        for (key, position) in index {
+            if let value = slots[position].value, try predicate(key, value) { doomed.append(key) }
+        }
+        for key in doomed { removeValue(forKey: key) }
+        return doomed
+    }
+
+    mutating func removeAll() {
+        index.removeAll()
+        slots.removeAll()
+        freeSlots.removeAll()
+        newest = -1
+        oldest = -1
+        totalCost = 0
+    }
+
+    /// Changes the budget, evicting at once if it shrank.
+    /// - Returns: how many values were evicted.
+    @discardableResult
+    mutating func setCapacity(_ capacity: Int) -> Int {
+        self.capacity = max(0, capacity)
+        return evictToBudget()
+    }
+
+    /// Keys from the most to the least recently used (for tests and diagnostics).
+    var keysByRecency: [Key] {
+        var keys: [Key] = []
+        var position = newest
+        while position >= 0 {
+            if let key = slots[position].key { keys.append(key) }
+            position = slots[position].older
+        }
+        return keys
+    }
+
+    private mutating func evictToBudget() -> Int {
+        var evicted = 0
+        while totalCost > capacity, oldest >= 0 {
+            let position = oldest
+            if let key = slots[position].key { index.removeValue(forKey: key) }
+            release(position)
+            evicted += 1
+        }
+        return evicted
+    }
+
+    @discardableResult
+    private mutating func release(_ position: Int) -> Value? {
+        unlink(position)
+        let value = slots[position].value
+        totalCost -= slots[position].cost
+        slots[position] = Slot(key: nil, value: nil, cost: 0, older: -1, newer: -1)
+        freeSlots.append(position)
+        return value
+    }
+
+    private mutating func moveToFront(_ position: Int) {
+        guard position != newest else { return }
+        unlink(position)
+        linkAtFront(position)
+    }
+
+    private mutating func linkAtFront(_ position: Int) {
+        slots[position].older = newest
+        slots[position].newer = -1
+        if newest >= 0 { slots[newest].newer = position }
+        newest = position
+        if oldest < 0 { oldest = position }
+    }
+
+    private mutating func unlink(_ position: Int) {
+        let older = slots[position].older
+        let newer = slots[position].newer
+        if older >= 0 { slots[older].newer = newer } else if oldest == position { oldest = newer }
+        if newer >= 0 { slots[newer].older = older } else if newest == position { newest = older }
+        slots[position].older = -1
+        slots[position].newer = -1
+    }
+}
