@@ -1,0 +1,148 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension CachedTransport {
+    /// Answers `request` from the fetch in flight for `key`, or starts one.
+    ///
+    /// - Parameter isReload: the caller wants an answer fetched after it asked: it never takes a
+    ///   stored entry and joins only a fetch that was itself started as a reload.
+    func fetch(
+        _ request: URLRequest,
+        key: CacheKey,
+        headers: [String: String]?,
+        isReload: Bool
+    ) async throws -> (Data, URLResponse) {
+        // A fetch may have completed between the caller's lookup and this hop onto the actor.
+        if !isReload, let hit = store.answer(
+            for: key,
+            headers: headers,
+            at: configuration.hasMaximumAge ? now() : nil,
+            counting: false
+        ) {
+            store.record { $0.memoryHits += 1 }
+            return hit
+        }
+        let waiterID = makeIdentifier()
+        return try await withTaskCancellationHandler(
+            operation: {
+                try await withCheckedThrowingContinuation(isolation: self) { continuation in
+                    if Task.isCancelled {
+                        continuation.resume(throwing: CancellationError())
+                        return
+                    }
+                    enqueue(Waiter(id: waiterID, request: request, continuation: continuation), key: key, isReload: isReload)
+                }
+            },
+            onCancel: {
+                Task { await self.cancelWaiter(waiterID) }
+            },
+            isolation: self
+        )
+    }
+
+    func makeIdentifier() -> Int {
+        lastIdentifier += 1
+        return lastIdentifier
+    }
+
+    private func enqueue(_ waiter: Waiter, key: CacheKey, isReload: Bool) {
+        if let fetchID = joinableFetches[key], fetches[fetchID] != nil, !isReload || fetches[fetchID]!.isReload {
+            fetches[fetchID]!.waiters[waiter.id] = waiter
+            waiterLocations[waiter.id] = fetchID
+            store.record { $0.coalescedJoins += 1 }
+            return
+        }
+        if let older = joinableFetches[key] {
+            // A reload supersedes a fetch that started before it: that one still answers its
+            // callers but must not overwrite the newer answer.
+            fetches[older]?.storesResult = false
+        }
+        let fetchID = makeIdentifier()
+        let outgoing = waiter.request
+        joinableFetches[key] = fetchID
+        waiterLocations[waiter.id] = fetchID
+        fetches[fetchID] = Fetch(key: key, request: outgoing, isReload: isReload, waiters: [waiter.id: waiter])
+        store.record { $0.networkFetches += 1 }
+        let loader = self.loader
+        fetches[fetchID]!.task = Task {
+            let result: Result<(Data, URLResponse), any Error>
+            do {
+                result = .success(try await loader.load(outgoing))
+            } catch {
+                result = .failure(error)
+            }
+            self.complete(fetchID, with: result)
+        }
+    }
+
+    /// Delivers a fetch's result to its waiters and stores it when allowed.
+    private func complete(_ fetchID: Int, with result: Result<(Data, URLResponse), any Error>) {
+        // Gone when every caller left: the answer of a cancelled fetch is dropped.
+        guard let fetch = fetches.removeValue(forKey: fetchID) else { return }
+        if joinableFetches[fetch.key] == fetchID { joinableFetches[fetch.key] = nil }
+        for waiterID in fetch.waiters.keys { waiterLocations[waiterID] = nil }
+        switch result {
+        case .failure(let error):
+            for waiter in fetch.waiters.values { waiter.continuation.resume(throwing: error) }
+        case .success(let (data, response)):
+            if fetch.storesResult { storeIfAllowed(data, response: response, for: fetch) }
+            let vary = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Vary")
+                .map(MemoryURLCache.varyNames) ?? []
+            let leaderHeaders = fetch.request.allHTTPHeaderFields
+            for waiter in fetch.waiters.values {
+                if vary.isEmpty || vary.contains("*")
+                    || Self.sameValues(of: vary, in: waiter.request.allHTTPHeaderFields, and: leaderHeaders) {
+                    waiter.continuation.resume(returning: (data, response))
+                } else {
+                    // Coalesced on the key, but the answer varies on a header this caller sent
+                    // differently: it needs its own representation.
+                    enqueue(waiter, key: fetch.key, isReload: fetch.isReload)
+                }
+            }
+        }
+    }
+
+    private static func sameValues(of names: [String], in headers: [String: String]?, and other: [String: String]?) -> Bool {
+        names.allSatisfy { StoredResponse.value(named: $0, in: headers) == StoredResponse.value(named: $0, in: other) }
+    }
+
+    private func storeIfAllowed(_ data: Data, response: URLResponse, for fetch: Fetch) {
+        guard let http = response as? HTTPURLResponse,
+              configuration.storableStatusCodes.contains(http.statusCode),
+              let url = fetch.request.url
+        else { return }
+        if let vary = http.value(forHTTPHeaderField: "Vary"), MemoryURLCache.varyNames(vary).contains("*") {
+            return
+        }
+        store.store(
+            data,
+            response: response,
+            for: fetch.key,
+            requestHeaders: fetch.request.allHTTPHeaderFields,
+            maximumAge: configuration.maximumAge(for: url)
+        )
+    }
+
+    /// Releases a cancelled caller at once; cancels the fetch when it was the last one waiting.
+    private func cancelWaiter(_ waiterID: Int) {
+        guard let fetchID = waiterLocations.removeValue(forKey: waiterID),
+              let waiter = fetches[fetchID]?.waiters.removeValue(forKey: waiterID)
+        else { return }
+        waiter.continuation.resume(throwing: CancellationError())
+        guard let fetch = fetches[fetchID], fetch.waiters.isEmpty else { return }
+        fetches[fetchID] = nil
+        if joinableFetches[fetch.key] == fetchID { joinableFetches[fetch.key] = nil }
+        fetch.task?.cancel()
+    }
+
+    /// Stops fetches in flight for the matching keys from writing into the store, and from being
+    /// joined by later requests. Their callers still get their answers.
+    func detachFetches(where predicate: (CacheKey) -> Bool) {
+        for (key, fetchID) in joinableFetches where predicate(key) {
+            fetches[fetchID]?.storesResult = false
+            joinableFetches[key] = nil
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+
+/// Loads through a `URLSession` of the transport's own, with no cache and no cookie storage.
+///
+/// The session has no `URLCache` because the transport owns every caching decision: on Linux a
+/// session ignores the request's cache policy and evicts entries it dislikes from whatever cache
+/// it is given. It keeps no cookies so that no `Cookie` header is added after the key was built.
+///
+/// Completion-handler tasks bridged with a continuation are used instead of the async
+/// `data(for:)`, which can deadlock on cancellation in corelibs-foundation 6.3.
+final class URLSessionLoader: NetworkLoading {
+    let session: URLSession
+
+    init(configuration: URLSessionConfiguration) {
+        let configuration = configuration.copy() as! URLSessionConfiguration
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.httpCookieStorage = nil
+        configuration.httpShouldSetCookies = false
+        session = URLSession(configuration: configuration)
+    }
+
+    deinit {
+        session.finishTasksAndInvalidate()
+    }
+
+    func load(_ request: URLRequest) async throws -> (Data, URLResponse) {
+        var request = request
+        request.cachePolicy = .reloadIgnoringLocalCacheData
+        let handle = TaskHandle()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let task = session.dataTask(with: request) { data, response, error in
+                    if let error {
+                        continuation.resume(throwing: error)
+                    } else if let response {
+                        continuation.resume(returning: (data ?? Data(), response))
+                    } else {
+                        continuation.resume(throwing: URLError(.badServerResponse))
+                    }
+                }
+                if !handle.start(task) {
+                    // Cancelled before the task existed: it is never resumed, so its handler never
+                    // runs, and the continuation is resumed here instead.
+                    continuation.resume(throwing: URLError(.cancelled))
+                }
+            }
+        } onCancel: {
+            handle.cancel()
+        }
+    }
+}
+
+/// The cancel-versus-start race of one data task.
+private final class TaskHandle: Sendable {
+    private enum State {
+        case idle
+        case running(URLSessionDataTask)
+        case cancelled
+    }
+
+    private let state = Mutex(State.idle)
+
+    /// Resumes `task` unless the handle was cancelled first.
+    /// - Returns: false when cancelled; the task was not resumed.
+    func start(_ task: URLSessionDataTask) -> Bool {
+        let start = state.withLock { state in
+            guard case .idle = state else { return false }
+            state = .running(task)
+            return true
+        }
+        if start { task.resume() }
+        return start
+    }
+
+    func cancel() {
+        let task: URLSessionDataTask? = state.withLock { state in
+            defer { state = .cancelled }
+            if case .running(let task) = state { return task }
+            return nil
+        }
+        guard let task else { return }
+        // `cancel()` waits synchronously on the session's work queue; the caller may be an actor's
+        // executor or a protocol callback, so it is sent to another queue.
+        DispatchQueue.global().async { task.cancel() }
+    }
+}

@@ -1,0 +1,28 @@
+/// Counters of what a ``CachedTransport`` did since it was made.
+///
+/// Read them with ``CachedTransport/statistics``: each read is a consistent snapshot.
+public struct CacheStatistics: Sendable, Hashable {
+    /// Calls of `data(for:)`, `data(from:)` and `refresh(_:)`, whatever their outcome.
+    public var requests = 0
+    /// Requests answered from memory without touching the network.
+    public var memoryHits = 0
+    /// Requests sent to the origin (one per coalesced group, one per pass-through request).
+    public var networkFetches = 0
+    /// Requests that joined a fetch already in flight instead of starting their own.
+    public var coalescedJoins = 0
+    /// Responses written into the store.
+    public var stores = 0
+    /// Responses returned to their callers but not stored because they exceed the largest entry
+    /// the configuration allows.
+    public var rejectedTooLarge = 0
+    /// Entries pushed out, least recently used first, to keep the byte budget.
+    public var evictions = 0
+    /// Entries dropped by invalidation (explicit, by endpoint, all, or by an unsafe request).
+    public var invalidations = 0
+    /// Bytes the store holds: bodies plus a per-entry overhead, never above the memory capacity.
+    public var bytesHeld = 0
+    /// Entries the store holds.
+    public var entries = 0
+
+    public init() {}
+}

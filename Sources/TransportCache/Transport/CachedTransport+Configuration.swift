@@ -1,0 +1,78 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension CachedTransport {
+    /// How a ``CachedTransport`` stores, keys and fetches.
+    ///
+    /// ```swift
+    /// var configuration = CachedTransport.Configuration()
+    /// configuration.memoryCapacity = 64 * 1024 * 1024
+    /// configuration.keyHeaders = ["X-Tenant"]
+    /// configuration.maximumAge = .seconds(300)
+    /// let transport = CachedTransport(configuration: configuration)
+    /// ```
+    public struct Configuration: Sendable {
+        /// The byte budget of the store: bodies plus a per-entry overhead for URL, headers and
+        /// bookkeeping. Least recently used entries are evicted to stay within it. Zero stores nothing.
+        ///
+        /// Default: 32 MiB.
+        public var memoryCapacity: Int = 32 * 1024 * 1024
+
+        /// The largest share of ``memoryCapacity`` one entry may take, from 0 to 1. A larger
+        /// response is returned to its callers but not stored, and counted in
+        /// ``CacheStatistics/rejectedTooLarge``.
+        ///
+        /// Default: 0.1 (a tenth of the capacity).
+        public var maximumEntryShare: Double = 0.1
+
+        /// Request headers that join the cache key besides `Authorization`, `Cookie`, `Accept` and
+        /// `Accept-Language` (which always do). Names compare without case.
+        public var keyHeaders: Set<String> = []
+
+        /// How long a stored entry may answer `returnCacheDataElseLoad` requests. Nil, the default,
+        /// keeps entries until they are invalidated or evicted, whatever their age.
+        public var maximumAge: Duration?
+
+        /// Per-endpoint maximum ages, taking precedence over ``maximumAge``; the first endpoint that
+        /// matches a URL decides.
+        public var maximumAges: [(endpoint: Endpoint, maximumAge: Duration)] = []
+
+        /// The status codes whose responses may be stored. Others reach the caller and are never
+        /// stored. Default: 200 through 299.
+        public var storableStatusCodes: Set<Int> = Set(200...299)
+
+        /// The configuration of the transport's own URLSession: timeouts, extra headers,
+        /// connection limits, protocol classes.
+        ///
+        /// Whatever is set here, the transport's session keeps no `URLCache` and no cookie storage:
+        /// the transport makes every caching decision itself, and a cookie added by the session
+        /// after the cache key was built would let two identities share an entry. Default:
+        /// `URLSessionConfiguration.ephemeral`. The value is copied when set and when read.
+        public var sessionConfiguration: URLSessionConfiguration {
+            get { sessionConfigurationBox.configuration?.copy() as? URLSessionConfiguration ?? .ephemeral }
+            set { sessionConfigurationBox = SessionConfigurationBox(configuration: newValue.copy() as? URLSessionConfiguration) }
+        }
+
+        private var sessionConfigurationBox = SessionConfigurationBox(configuration: nil)
+
+        /// A configuration with the defaults described on each property.
+        public init() {}
+
+        func maximumAge(for url: URL) -> Duration? {
+            for rule in maximumAges where rule.endpoint.matches(url) { return rule.maximumAge }
+            return maximumAge
+        }
+
+        var hasMaximumAge: Bool { maximumAge != nil || !maximumAges.isEmpty }
+    }
+}
+
+/// Holds a private copy of a `URLSessionConfiguration`.
+///
+/// `@unchecked Sendable`: the configuration is copied on the way in and on the way out and never
+/// mutated in between, so no two threads ever share a configuration object through this box.
+private struct SessionConfigurationBox: @unchecked Sendable {
+    let configuration: URLSessionConfiguration?
+}

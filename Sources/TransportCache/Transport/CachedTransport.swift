@@ -1,0 +1,143 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An app's transport layer: URLSession behind a memory cache that answers repeated GETs from
+/// memory, shares one fetch among identical concurrent requests, and keeps the same semantics on
+/// Linux and Apple platforms.
+///
+/// ```swift
+/// let transport = CachedTransport()
+/// let (data, response) = try await transport.data(from: url)   // network, then stored
+/// let (again, _) = try await transport.data(from: url)         // memory
+/// ```
+///
+/// ## What is cached
+/// `GET` and `HEAD` requests to `http` and `https` URLs whose answer has a storable status
+/// (``Configuration/storableStatusCodes``). Every other method goes to the network and, when it
+/// succeeds (2xx or 3xx), drops the stored entries of its URL and of the same-origin URLs in its
+/// `Location` and `Content-Location` headers. Other schemes pass through to URLSession untouched.
+///
+/// ## The key
+/// Method, URL with query (scheme and host lowercased, default port and fragment dropped), and the
+/// values of `Authorization`, `Cookie`, `Accept`, `Accept-Language` and
+/// ``Configuration/keyHeaders``. Requests with different credentials never share an entry or a
+/// fetch. A stored response's `Vary` headers must match too.
+///
+/// ## Policies
+/// `useProtocolCachePolicy` and `returnCacheDataElseLoad` answer from memory when they can (within
+/// ``Configuration/maximumAge`` when set). `reloadIgnoringLocalCacheData` (and the other reload
+/// policies) always fetch and store. `returnCacheDataDontLoad` answers from memory, whatever the
+/// entry's age, or throws `URLError(.resourceUnavailable)`.
+///
+/// ## Errors
+/// Network errors arrive as the `URLError` URLSession gave. A caller whose task is cancelled gets
+/// `CancellationError`. A request without a URL throws `URLError(.badURL)`.
+public actor CachedTransport {
+    let store: MemoryURLCache
+    let loader: any NetworkLoading
+    let configuration: Configuration
+    let keyHeaders: KeyHeaders
+    let now: @Sendable () -> ContinuousClock.Instant
+
+    /// Fetches in flight by identifier.
+    var fetches: [Int: Fetch] = [:]
+    /// The fetch a new request for a key may join.
+    var joinableFetches: [CacheKey: Int] = [:]
+    /// Which fetch each waiting caller is attached to, for cancellation.
+    var waiterLocations: [Int: Int] = [:]
+    var lastIdentifier = 0
+
+    /// Makes a transport with its own URLSession and memory store.
+    public init(configuration: Configuration = .init()) {
+        self.init(configuration: configuration, loader: URLSessionLoader(configuration: configuration.sessionConfiguration))
+    }
+
+    init(
+        configuration: Configuration,
+        loader: any NetworkLoading,
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }
+    ) {
+        let keyHeaders = KeyHeaders(extra: configuration.keyHeaders)
+        self.configuration = configuration
+        self.keyHeaders = keyHeaders
+        self.loader = loader
+        self.now = now
+        store = MemoryURLCache(
+            memoryCapacity: configuration.memoryCapacity,
+            maximumEntryShare: configuration.maximumEntryShare,
+            keyHeaders: keyHeaders,
+            now: now
+        )
+    }
+
+    /// What the transport has done so far: requests, hits, fetches, coalesced joins, stores,
+    /// evictions, invalidations and the bytes held.
+    public nonisolated var statistics: CacheStatistics { store.statistics }
+
+    /// Loads `request`, from memory when its policy allows and an entry is stored, otherwise from
+    /// the network, sharing the fetch with identical requests already in flight.
+    ///
+    /// A hit runs on the caller's executor with one locked lookup and no actor hop.
+    ///
+    /// - Throws: the `URLError` of a failed fetch (reaching every caller of a shared fetch);
+    ///   `URLError(.resourceUnavailable)` for `returnCacheDataDontLoad` without a stored entry;
+    ///   `CancellationError` when the calling task is cancelled; `URLError(.badURL)` without a URL.
+    public nonisolated(nonsending) func data(for request: URLRequest) async throws -> (Data, URLResponse) {
+        guard let url = request.url else {
+            store.record { $0.requests += 1 }
+            throw URLError(.badURL)
+        }
+        let method = request.httpMethod ?? "GET"
+        guard method == "GET" || method == "HEAD" else {
+            return try await send(request, url: url)
+        }
+        let headers = request.allHTTPHeaderFields
+        guard let key = CacheKey(method: method, url: url, headers: headers, keyHeaders: keyHeaders),
+              key.url.hasPrefix("https://") || key.url.hasPrefix("http://")
+        else {
+            return try await send(request, url: url)
+        }
+        switch request.cachePolicy {
+        case .useProtocolCachePolicy, .returnCacheDataElseLoad:
+            let instant = configuration.hasMaximumAge ? now() : nil
+            if let hit = store.answer(for: key, headers: headers, at: instant, counting: true) { return hit }
+            return try await fetch(request, key: key, headers: headers, isReload: false)
+        case .returnCacheDataDontLoad:
+            if let hit = store.answer(for: key, headers: headers, at: nil, counting: true) { return hit }
+            throw URLError(.resourceUnavailable)
+        default:
+            store.record { $0.requests += 1 }
+            return try await fetch(request, key: key, headers: headers, isReload: true)
+        }
+    }
+
+    /// Loads `url` with a plain GET request; see ``data(for:)``.
+    public nonisolated(nonsending) func data(from url: URL) async throws -> (Data, URLResponse) {
+        try await data(for: URLRequest(url: url))
+    }
+
+    /// Sends a request that is not cached: another method, or a scheme other than http(s).
+    ///
+    /// A successful (2xx, 3xx) unsafe request to an http(s) URL invalidates what it may have
+    /// changed (RFC 9111 section 4.4).
+    private nonisolated(nonsending) func send(_ request: URLRequest, url: URL) async throws -> (Data, URLResponse) {
+        store.record {
+            $0.requests += 1
+            $0.networkFetches += 1
+        }
+        let answer: (Data, URLResponse)
+        do {
+            answer = try await loader.load(request)
+        } catch {
+            if Task.isCancelled { throw CancellationError() }
+            throw error
+        }
+        if let response = answer.1 as? HTTPURLResponse, (200..<400).contains(response.statusCode),
+           let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" {
+            await invalidateTargets(of: url, response: response)
+        }
+        return answer
+    }
+}
