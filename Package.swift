@@ -3,8 +3,8 @@ import PackageDescription
 
 let package = Package(
     name: "TransportCache",
-    // `Synchronization.Mutex` guards the store that the hit path reads without an actor hop.
-    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    // `Duration` and `ContinuousClock` set the floor.
+    platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     products: [
         .library(name: "TransportCache", targets: ["TransportCache"]),
     ],

@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Synchronization
+
 
 /// Loads through a `URLSession` of the transport's own, with no cache and no cookie storage.
 ///
@@ -63,7 +63,7 @@ private final class TaskHandle: Sendable {
         case cancelled
     }
 
-    private let state = Mutex(State.idle)
+    private let state = Locked(State.idle)
 
     /// Resumes `task` unless the handle was cancelled first.
     /// - Returns: false when cancelled; the task was not resumed.

@@ -4,7 +4,7 @@
 /// entry to the front with a few integer writes and no allocation or reference counting of nodes.
 /// Not thread-safe: ``MemoryURLCache`` guards it with a mutex.
 struct LeastRecentlyUsed<Key: Hashable, Value> {
-    private struct Slot {
+    fileprivate struct Slot {
         var key: Key?
         var value: Value?
         var cost: Int
@@ -160,3 +160,7 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         slots[position].newer = -1
     }
 }
+
+extension LeastRecentlyUsed: Sendable where Key: Sendable, Value: Sendable {}
+
+extension LeastRecentlyUsed.Slot: Sendable where Key: Sendable, Value: Sendable {}

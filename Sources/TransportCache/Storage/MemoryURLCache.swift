@@ -2,7 +2,7 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Synchronization
+
 
 /// The memory-only `URLCache` behind ``CachedTransport``.
 ///
@@ -15,13 +15,13 @@ import Synchronization
 /// - storing a key again replaces its entry;
 /// - nothing is read from or written to disk, ever.
 ///
-/// Reads and writes are guarded by one `Mutex`, so the transport's hit path reads it without
+/// Reads and writes are guarded by one lock, so the transport's hit path reads it without
 /// hopping onto the actor. The `URLCache` overrides keep the class usable wherever a `URLCache` is
 /// expected and apply the same key rules.
 final class MemoryURLCache: URLCache, @unchecked Sendable {
     // `@unchecked` because `URLCache` is an Objective-C-style class whose Sendable conformance the
     // compiler cannot re-check for a subclass; all mutable state of this class is in `state`,
-    // behind a `Mutex`, and every other stored property is an immutable `let` of a Sendable type.
+    // behind a lock, and every other stored property is an immutable `let` of a Sendable type.
 
     struct State {
         var entries: LeastRecentlyUsed<CacheKey, StoredResponse>
@@ -33,7 +33,7 @@ final class MemoryURLCache: URLCache, @unchecked Sendable {
         }
     }
 
-    let state: Mutex<State>
+    let state: Locked<State>
     let keyHeaders: KeyHeaders
     /// The share of the capacity one entry may take, 0...1.
     let maximumEntryShare: Double
@@ -45,7 +45,7 @@ final class MemoryURLCache: URLCache, @unchecked Sendable {
         keyHeaders: KeyHeaders,
         now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }
     ) {
-        state = Mutex(State(entries: LeastRecentlyUsed(capacity: memoryCapacity)))
+        state = Locked(State(entries: LeastRecentlyUsed(capacity: memoryCapacity)))
         self.keyHeaders = keyHeaders
         self.maximumEntryShare = min(1, max(0, maximumEntryShare))
         self.now = now

@@ -1,0 +1,25 @@
+import Foundation
+
+/// A value guarded by a lock.
+///
+/// `Synchronization.Mutex` would be the natural choice, but on Linux its lock is invisible to
+/// ThreadSanitizer, which then reports every guarded access as a race and would hide real ones
+/// among them. `NSLock` is a pthread mutex there, which the sanitizer understands, and measured no
+/// slower on the hit path. It also keeps the package available before iOS 18 and macOS 15.
+final class Locked<Value: Sendable>: @unchecked Sendable {
+    // `@unchecked`: `value` is only read or written inside `withLock`, while `lock` is held.
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) {
+        self.value = value
+    }
+
+    /// Runs `body` with exclusive access to the value. Never call back into the same lock from
+    /// `body`, and never resume a continuation inside it.
+    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}
