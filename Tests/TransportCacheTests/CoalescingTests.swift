@@ -1,0 +1,176 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+@testable import TransportCache
+
+@Suite("Coalescing identical requests")
+struct CoalescingTests {
+    let url = "https://api.example.com/items?page=1"
+
+    /// Starts `count` tasks asking for `request` and returns once every one of them is attached
+    /// to the single held fetch.
+    func startCallers(
+        _ count: Int,
+        _ request: URLRequest,
+        on transport: CachedTransport,
+        loader: TestLoader
+    ) async -> [Task<(Data, URLResponse), any Error>] {
+        let tasks = (0..<count).map { _ in Task { try await transport.data(for: request) } }
+        await loader.waitForCalls(1)
+        await waitUntil { transport.statistics.coalescedJoins >= count - 1 }
+        return tasks
+    }
+
+    @Test("200 concurrent identical GETs share one fetch and get identical answers")
+    func twoHundredShareOneFetch() async throws {
+        let loader = TestLoader(gated: true)
+        let transport = makeTransport(loader: loader)
+        let tasks = await startCallers(200, request(url), on: transport, loader: loader)
+        #expect(loader.callCount == 1)
+        loader.openGate()
+        var bodies = Set<Data>()
+        for task in tasks { bodies.insert(try await task.value.0) }
+        #expect(bodies.count == 1)
+        #expect(loader.callCount == 1)
+        let statistics = transport.statistics
+        #expect(statistics.networkFetches == 1)
+        #expect(statistics.coalescedJoins == 199)
+        #expect(statistics.stores == 1)
+    }
+
+    @Test("different Authorization values never share a fetch, even concurrently")
+    func authorizationSplitsFetches() async throws {
+        let loader = TestLoader(gated: true)
+        let transport = makeTransport(loader: loader)
+        let alice = (0..<5).map { _ in
+            Task { try await transport.data(for: request(url, headers: ["Authorization": "Bearer alice"])) }
+        }
+        let bob = (0..<5).map { _ in
+            Task { try await transport.data(for: request(url, headers: ["Authorization": "Bearer bob"])) }
+        }
+        await loader.waitForCalls(2)
+        await waitUntil { transport.statistics.coalescedJoins == 8 }
+        loader.openGate()
+        for task in alice { #expect(try await task.value.0.text.contains("auth=Bearer alice")) }
+        for task in bob { #expect(try await task.value.0.text.contains("auth=Bearer bob")) }
+        #expect(loader.callCount == 2)
+        // And the stored entries stay apart too.
+        let (stored, _) = try await transport.data(for: request(url, headers: ["Authorization": "Bearer bob"]))
+        #expect(stored.text.contains("auth=Bearer bob"))
+        #expect(loader.callCount == 2)
+    }
+
+    @Test("different Cookie values never share an entry")
+    func cookieSplitsEntries() async throws {
+        let loader = TestLoader()
+        let transport = makeTransport(loader: loader)
+        _ = try await transport.data(for: request(url, headers: ["Cookie": "session=1"]))
+        _ = try await transport.data(for: request(url, headers: ["Cookie": "session=2"]))
+        _ = try await transport.data(for: request(url))
+        #expect(loader.callCount == 3)
+    }
+
+    @Test("9 of 10 waiters cancelled: they throw at once, the 10th gets the body")
+    func nineOfTenCancelled() async throws {
+        let loader = TestLoader(gated: true)
+        let transport = makeTransport(loader: loader)
+        let tasks = await startCallers(10, request(url), on: transport, loader: loader)
+        let clock = ContinuousClock()
+        let start = clock.now
+        for task in tasks.dropLast() { task.cancel() }
+        for task in tasks.dropLast() {
+            let error = await thrownError { try await task.value }
+            #expect(error is CancellationError)
+        }
+        // They returned while the fetch was still held at the gate.
+        #expect(clock.now - start < .seconds(2))
+        #expect(loader.cancelledCalls == 0)
+        loader.openGate()
+        let (data, _) = try await tasks.last!.value
+        #expect(data.text.contains("call=1"))
+        #expect(loader.callCount == 1)
+        #expect(transport.statistics.stores == 1)
+    }
+
+    @Test("all waiters cancelled: the fetch is cancelled, nothing stored, a later request fetches again")
+    func allCancelled() async throws {
+        let loader = TestLoader(gated: true)
+        let transport = makeTransport(loader: loader)
+        let tasks = await startCallers(10, request(url), on: transport, loader: loader)
+        for task in tasks { task.cancel() }
+        for task in tasks {
+            let error = await thrownError { try await task.value }
+            #expect(error is CancellationError)
+        }
+        await waitUntil { loader.cancelledCalls == 1 }
+        #expect(transport.statistics.stores == 0)
+        loader.openGate()
+        let (data, _) = try await transport.data(for: request(url))
+        #expect(data.text.contains("call=2"))
+        #expect(loader.callCount == 2)
+    }
+
+    @Test("a task cancelled before it asks never reaches the network")
+    func cancelledBeforeAsking() async throws {
+        let loader = TestLoader()
+        let transport = makeTransport(loader: loader)
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await transport.data(for: request(url))
+        }
+        let error = await thrownError { try await task.value }
+        #expect(error is CancellationError)
+        #expect(loader.callCount == 0)
+    }
+
+    @Test("a failing fetch reaches every waiter, is not stored, and the next request tries again")
+    func failureReachesEveryWaiter() async throws {
+        let failing = TestLoader(gated: true) { request, call in
+            if call == 1 { throw URLError(.networkConnectionLost) }
+            return try TestLoader.ok()(request, call)
+        }
+        let transport = makeTransport(loader: failing)
+        let tasks = await startCallers(5, request(url), on: transport, loader: failing)
+        failing.openGate()
+        for task in tasks {
+            let error = await thrownError { try await task.value }
+            #expect((error as? URLError)?.code == .networkConnectionLost)
+        }
+        #expect(transport.statistics.stores == 0)
+        let (data, _) = try await transport.data(for: request(url))
+        #expect(data.text.contains("call=2"))
+    }
+
+    @Test("distinct queries are distinct fetches and distinct entries")
+    func distinctQueries() async throws {
+        let loader = TestLoader()
+        let transport = makeTransport(loader: loader)
+        let one = try await transport.data(for: request("https://api.example.com/items?page=1")).0
+        let two = try await transport.data(for: request("https://api.example.com/items?page=2")).0
+        #expect(one != two)
+        #expect(try await transport.data(for: request("https://api.example.com/items?page=1")).0 == one)
+        #expect(try await transport.data(for: request("https://api.example.com/items?page=2")).0 == two)
+        #expect(loader.callCount == 2)
+        #expect(transport.statistics.entries == 2)
+    }
+
+    @Test("a joined caller whose Vary header differs from the fetch's gets its own representation")
+    func varyAcrossCoalescedCallers() async throws {
+        let loader = TestLoader(gated: true) { request, call in
+            let language = request.value(forHTTPHeaderField: "X-Variant") ?? "none"
+            return (Data("variant=\(language) call=\(call)".utf8),
+                    TestLoader.response(for: request, status: 200, headers: ["Vary": "X-Variant"]))
+        }
+        let transport = makeTransport(loader: loader)
+        let first = Task { try await transport.data(for: request(url, headers: ["X-Variant": "a"])) }
+        await loader.waitForCalls(1)
+        let second = Task { try await transport.data(for: request(url, headers: ["X-Variant": "b"])) }
+        await waitUntil { transport.statistics.coalescedJoins == 1 }
+        loader.openGate()
+        #expect(try await first.value.0.text.hasPrefix("variant=a"))
+        #expect(try await second.value.0.text.hasPrefix("variant=b"))
+        #expect(loader.callCount == 2)
+    }
+}

@@ -1,0 +1,196 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+@testable import TransportCache
+
+@Suite("What is stored and how the store is bounded")
+struct StorageTests {
+    @Test("404 and 500 answers reach the caller and are not stored", arguments: [404, 500, 304])
+    func errorStatusesAreNotStored(status: Int) async throws {
+        let loader = TestLoader(respond: TestLoader.status(status))
+        let transport = makeTransport(loader: loader)
+        let (_, response) = try await transport.data(for: request("https://api.example.com/missing"))
+        #expect((response as? HTTPURLResponse)?.statusCode == status)
+        _ = try await transport.data(for: request("https://api.example.com/missing"))
+        #expect(loader.callCount == 2)
+        #expect(transport.statistics.stores == 0)
+    }
+
+    @Test("the set of storable statuses is configurable")
+    func configurableStatuses() async throws {
+        let loader = TestLoader(respond: TestLoader.status(404))
+        let transport = makeTransport(loader: loader) { $0.storableStatusCodes = [200, 404] }
+        _ = try await transport.data(for: request("https://api.example.com/missing"))
+        _ = try await transport.data(for: request("https://api.example.com/missing"))
+        #expect(loader.callCount == 1)
+    }
+
+    @Test("an entry larger than the allowed share is returned but not stored, and counted")
+    func tooLarge() async throws {
+        let loader = TestLoader(respond: TestLoader.body(size: 20_000))
+        let transport = makeTransport(loader: loader) {
+            $0.memoryCapacity = 100_000
+            $0.maximumEntryShare = 0.1
+        }
+        let (data, _) = try await transport.data(for: request("https://api.example.com/big"))
+        #expect(data.count == 20_000)
+        _ = try await transport.data(for: request("https://api.example.com/big"))
+        #expect(loader.callCount == 2)
+        #expect(transport.statistics.rejectedTooLarge == 2)
+        #expect(transport.statistics.entries == 0)
+    }
+
+    @Test("a zero capacity stores nothing and still answers")
+    func zeroCapacity() async throws {
+        let loader = TestLoader()
+        let transport = makeTransport(loader: loader) { $0.memoryCapacity = 0 }
+        _ = try await transport.data(for: request("https://api.example.com/a"))
+        _ = try await transport.data(for: request("https://api.example.com/a"))
+        #expect(loader.callCount == 2)
+        #expect(transport.statistics.bytesHeld == 0)
+    }
+
+    @Test("eviction takes the least recently used entry, not the oldest")
+    func leastRecentlyUsedOrder() async throws {
+        let loader = TestLoader(respond: TestLoader.body(size: 1_000))
+        // Room for three entries of about 1.4 KB each, not four.
+        let transport = makeTransport(loader: loader) {
+            $0.memoryCapacity = 5_000
+            $0.maximumEntryShare = 1
+        }
+        for name in ["a", "b", "c"] { _ = try await transport.data(for: request("https://example.com/\(name)")) }
+        _ = try await transport.data(for: request("https://example.com/a"))  // a is now the most recent
+        _ = try await transport.data(for: request("https://example.com/d"))  // evicts b
+        #expect(transport.statistics.evictions == 1)
+        let before = loader.callCount
+        _ = try await transport.data(for: request("https://example.com/a"))
+        _ = try await transport.data(for: request("https://example.com/c"))
+        _ = try await transport.data(for: request("https://example.com/d"))
+        #expect(loader.callCount == before)
+        _ = try await transport.data(for: request("https://example.com/b"))
+        #expect(loader.callCount == before + 1)
+    }
+
+    @Test("the byte budget holds after 10,000 stores")
+    func budgetHolds() async throws {
+        let loader = TestLoader(respond: TestLoader.body(size: 500))
+        let capacity = 200_000
+        let transport = makeTransport(loader: loader) { $0.memoryCapacity = capacity }
+        for index in 0..<10_000 {
+            _ = try await transport.data(for: request("https://example.com/items/\(index)"))
+            if index % 1_000 == 0 { #expect(transport.statistics.bytesHeld <= capacity) }
+        }
+        let statistics = transport.statistics
+        #expect(statistics.bytesHeld <= capacity)
+        #expect(statistics.bytesHeld > capacity / 2)
+        #expect(statistics.stores == 10_000)
+        #expect(statistics.evictions == 10_000 - statistics.entries)
+    }
+
+    @Test("a Vary header is honoured: another value of it is a miss, the same value a hit")
+    func vary() async throws {
+        let loader = TestLoader(respond: TestLoader.ok(headers: ["Vary": "X-Variant"]))
+        let transport = makeTransport(loader: loader)
+        let url = "https://api.example.com/greeting"
+        _ = try await transport.data(for: request(url, headers: ["X-Variant": "a"]))
+        _ = try await transport.data(for: request(url, headers: ["X-Variant": "a"]))
+        #expect(loader.callCount == 1)
+        _ = try await transport.data(for: request(url, headers: ["X-Variant": "b"]))
+        #expect(loader.callCount == 2)
+    }
+
+    @Test("a Vary: * answer is not reused")
+    func varyStar() async throws {
+        let loader = TestLoader(respond: TestLoader.ok(headers: ["Vary": "*"]))
+        let transport = makeTransport(loader: loader)
+        _ = try await transport.data(for: request("https://api.example.com/random"))
+        _ = try await transport.data(for: request("https://api.example.com/random"))
+        #expect(loader.callCount == 2)
+    }
+
+    @Test("GET and HEAD are stored apart")
+    func headIsSeparate() async throws {
+        let loader = TestLoader()
+        let transport = makeTransport(loader: loader)
+        _ = try await transport.data(for: request("https://api.example.com/a", method: "HEAD"))
+        _ = try await transport.data(for: request("https://api.example.com/a"))
+        _ = try await transport.data(for: request("https://api.example.com/a", method: "HEAD"))
+        #expect(loader.callCount == 2)
+    }
+
+    @Test("storing the same key twice replaces the entry and then evicting does not crash")
+    func storeTwice() {
+        // The sequence that crashes corelibs' own URLCache (capacity 1000: A, A, B, C).
+        let cache = MemoryURLCache(memoryCapacity: 1_000, maximumEntryShare: 1, keyHeaders: KeyHeaders(extra: []))
+        func store(_ name: String, _ size: Int) {
+            let request = URLRequest(url: URL(string: "https://example.com/\(name)")!)
+            let response = HTTPURLResponse(url: request.url!, statusCode: 200, httpVersion: nil, headerFields: nil)!
+            cache.storeCachedResponse(CachedURLResponse(response: response, data: Data(count: size)), for: request)
+        }
+        store("a", 100)
+        store("a", 100)
+        store("b", 100)
+        store("c", 400)
+        #expect(cache.currentMemoryUsage <= 1_000)
+        #expect(cache.cachedResponse(for: URLRequest(url: URL(string: "https://example.com/c")!)) != nil)
+    }
+
+    @Test("as a URLCache, it keys by the full URL and the identity headers")
+    func urlCacheInterface() {
+        let cache = MemoryURLCache(memoryCapacity: 100_000, maximumEntryShare: 1, keyHeaders: KeyHeaders(extra: []))
+        var first = URLRequest(url: URL(string: "https://example.com/items?page=1")!)
+        first.setValue("Bearer alice", forHTTPHeaderField: "Authorization")
+        let response = HTTPURLResponse(url: first.url!, statusCode: 200, httpVersion: nil, headerFields: nil)!
+        cache.storeCachedResponse(CachedURLResponse(response: response, data: Data("one".utf8)), for: first)
+        #expect(cache.cachedResponse(for: first)?.data == Data("one".utf8))
+        var otherPage = first
+        otherPage.url = URL(string: "https://example.com/items?page=2")
+        #expect(cache.cachedResponse(for: otherPage) == nil)
+        var otherUser = first
+        otherUser.setValue("Bearer bob", forHTTPHeaderField: "Authorization")
+        #expect(cache.cachedResponse(for: otherUser) == nil)
+        var post = first
+        post.httpMethod = "POST"
+        #expect(cache.cachedResponse(for: post) == nil)
+        cache.removeCachedResponse(for: first)
+        #expect(cache.cachedResponse(for: first) == nil)
+        #expect(cache.currentDiskUsage == 0)
+    }
+
+    @Test("no file appears under the user's cache directory")
+    func nothingOnDisk() async throws {
+        let caches = try FileManager.default.url(for: .cachesDirectory, in: .userDomainMask, appropriateFor: nil, create: false)
+        let before = Self.files(under: caches)
+        let loader = TestLoader(respond: TestLoader.body(size: 4_096))
+        let transport = makeTransport(loader: loader)
+        for index in 0..<100 { _ = try await transport.data(for: request("https://example.com/\(index)")) }
+        let cache = MemoryURLCache(memoryCapacity: 10_000, maximumEntryShare: 1, keyHeaders: KeyHeaders(extra: []))
+        let stored = URLRequest(url: URL(string: "https://example.com/x")!)
+        cache.storeCachedResponse(
+            CachedURLResponse(
+                response: HTTPURLResponse(url: stored.url!, statusCode: 200, httpVersion: nil, headerFields: nil)!,
+                data: Data(count: 100),
+                userInfo: nil,
+                storagePolicy: .allowed
+            ),
+            for: stored
+        )
+        #expect(transport.statistics.entries == 100)
+        #expect(Self.files(under: caches).subtracting(before).isEmpty)
+        #expect(Self.files(under: caches).filter { $0.contains("org.swift.foundation.URLCache") }.isEmpty)
+    }
+
+    /// Regular files below `directory`.
+    static func files(under directory: URL) -> Set<String> {
+        guard let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: [.isRegularFileKey]) else {
+            return []
+        }
+        var files = Set<String>()
+        for case let url as URL in enumerator where (try? url.resourceValues(forKeys: [.isRegularFileKey]))?.isRegularFile == true {
+            files.insert(url.path)
+        }
+        return files
+    }
+}

@@ -1,0 +1,31 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+@testable import TransportCache
+
+func makeTransport(
+    loader: TestLoader,
+    clock: TestClock = TestClock(),
+    _ configure: (inout CachedTransport.Configuration) -> Void = { _ in }
+) -> CachedTransport {
+    var configuration = CachedTransport.Configuration()
+    configure(&configuration)
+    return CachedTransport(configuration: configuration, loader: loader, now: { clock.now })
+}
+
+func request(
+    _ string: String,
+    method: String = "GET",
+    headers: [String: String] = [:],
+    policy: URLRequest.CachePolicy = .useProtocolCachePolicy
+) -> URLRequest {
+    var request = URLRequest(url: URL(string: string)!, cachePolicy: policy)
+    request.httpMethod = method
+    for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+    return request
+}
+
+extension Data {
+    var text: String { String(decoding: self, as: UTF8.self) }
+}
