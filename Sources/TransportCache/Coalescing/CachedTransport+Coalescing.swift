@@ -85,7 +85,13 @@ extension CachedTransport {
         for waiterID in fetch.waiters.keys { waiterLocations[waiterID] = nil }
         switch result {
         case .failure(let error):
-            for waiter in fetch.waiters.values { waiter.continuation.resume(throwing: error) }
+            for waiter in fetch.waiters.values {
+                if let stale = staleAnswer(for: fetch.key, request: waiter.request, after: error) {
+                    waiter.continuation.resume(returning: stale)
+                } else {
+                    waiter.continuation.resume(throwing: error)
+                }
+            }
         case .success(let (data, response)):
             if fetch.storesResult { storeIfAllowed(data, response: response, for: fetch) }
             let vary = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Vary")
@@ -116,14 +122,42 @@ extension CachedTransport {
         if let vary = http.value(forHTTPHeaderField: "Vary"), MemoryURLCache.varyNames(vary).contains("*") {
             return
         }
-        store.store(
+        let outcome = store.store(
             data,
             response: response,
             for: fetch.key,
             requestHeaders: fetch.request.allHTTPHeaderFields,
             maximumAge: configuration.maximumAge(for: url)
         )
+        if outcome == .stored(changedBytes: true), let normalized = URL(string: fetch.key.url) {
+            broadcaster.publish(.updated(normalized))
+        }
     }
+
+    /// The stored entry for `key`, marked stale, when stale-if-error is on and `error` is a
+    /// connectivity failure.
+    private func staleAnswer(for key: CacheKey, request: URLRequest, after error: any Error) -> (Data, URLResponse)? {
+        guard configuration.staleIfError,
+              let error = error as? URLError, Self.connectivityErrors.contains(error.code),
+              let stored = store.storedResponse(for: key),
+              stored.matchesVary(of: request.allHTTPHeaderFields),
+              let http = stored.response as? HTTPURLResponse, let url = http.url
+        else { return nil }
+        var fields = http.allHeaderFields.reduce(into: [String: String]()) { fields, field in
+            fields[String(describing: field.key)] = String(describing: field.value)
+        }
+        fields[Self.staleHeaderField] = String(error.code.rawValue)
+        guard let marked = HTTPURLResponse(url: url, statusCode: http.statusCode, httpVersion: "HTTP/1.1", headerFields: fields) else {
+            return nil
+        }
+        store.record { $0.staleAnswers += 1 }
+        return (stored.data, marked)
+    }
+
+    private static let connectivityErrors: Set<URLError.Code> = [
+        .notConnectedToInternet, .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed,
+        .timedOut, .networkConnectionLost,
+    ]
 
     /// Releases a cancelled caller at once; cancels the fetch when it was the last one waiting.
     private func cancelWaiter(_ waiterID: Int) {

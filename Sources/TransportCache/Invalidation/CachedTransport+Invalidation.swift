@@ -14,19 +14,22 @@ extension CachedTransport {
         else { return }
         detachFetches { $0 == key }
         store.remove(key)
+        broadcaster.publish(.invalidated(urls: [URL(string: key.url) ?? url], endpoint: nil))
     }
 
     /// Drops every stored entry whose URL belongs to `endpoint`, for every method and identity.
     /// - Complexity: O(n) in the number of stored entries.
     public func invalidate(_ endpoint: Endpoint) {
         detachFetches { endpoint.matches(normalizedURL: $0.url) }
-        _ = store.removeAll { endpoint.matches(normalizedURL: $0.url) }
+        let removed = store.removeAll { endpoint.matches(normalizedURL: $0.url) }
+        broadcaster.publish(.invalidated(urls: Self.urls(of: removed.map(\.url)), endpoint: endpoint))
     }
 
     /// Drops every stored entry.
     public func invalidateAll() {
         detachFetches { _ in true }
         store.removeAllCachedResponses()
+        broadcaster.publish(.cleared)
     }
 
     /// Invalidation after a successful unsafe request (RFC 9111 section 4.4): its URL, and the URLs
@@ -48,5 +51,11 @@ extension CachedTransport {
         let doomed = targets
         detachFetches { doomed.contains($0.url) }
         _ = store.removeAll { doomed.contains($0.url) }
+        broadcaster.publish(.invalidated(urls: Self.urls(of: doomed), endpoint: nil))
+    }
+
+    /// Distinct URLs of normalised URL strings, in a stable order.
+    static func urls(of normalized: some Sequence<String>) -> [URL] {
+        Set(normalized).sorted().compactMap { URL(string: $0) }
     }
 }

@@ -19,10 +19,16 @@ public struct CacheStatistics: Sendable, Hashable {
     public var evictions = 0
     /// Entries dropped by invalidation (explicit, by endpoint, all, or by an unsafe request).
     public var invalidations = 0
+    /// Answers served from a stored entry because the fetch failed with a connectivity error
+    /// (see ``CachedTransport/Configuration/staleIfError``).
+    public var staleAnswers = 0
     /// Bytes the store holds: bodies plus a per-entry overhead, never above the memory capacity.
     public var bytesHeld = 0
     /// Entries the store holds.
     public var entries = 0
+    /// Streams from ``CachedTransport/changes()`` and ``CachedTransport/changes(for:)`` still
+    /// registered.
+    public var subscribers = 0
 
     public init() {}
 }

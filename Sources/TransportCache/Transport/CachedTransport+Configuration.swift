@@ -43,6 +43,20 @@ extension CachedTransport {
         /// stored. Default: 200 through 299.
         public var storableStatusCodes: Set<Int> = Set(200...299)
 
+        /// When true, a fetch that fails with a connectivity error (not connected, cannot connect,
+        /// cannot find the host, timed out, connection lost) for a key that still has a stored
+        /// entry, past its maximum age or being reloaded, answers with that entry instead of the
+        /// error. The answer's response carries the ``CachedTransport/staleHeaderField`` header
+        /// (test it with `isStaleAnswer`). Invalidated entries are gone and never served.
+        ///
+        /// Default: false.
+        public var staleIfError = false
+
+        /// How many undelivered changes each stream from ``CachedTransport/changes()`` keeps. A
+        /// subscriber slower than the changes loses the oldest ones first; the transport never
+        /// waits for a subscriber. Default: 100.
+        public var changeBufferLimit = 100
+
         /// The configuration of the transport's own URLSession: timeouts, extra headers,
         /// connection limits, protocol classes.
         ///

@@ -40,6 +40,7 @@ public actor CachedTransport {
     let configuration: Configuration
     let keyHeaders: KeyHeaders
     let now: @Sendable () -> ContinuousClock.Instant
+    let broadcaster: ChangeBroadcaster
 
     /// Fetches in flight by identifier.
     var fetches: [Int: Fetch] = [:]
@@ -64,6 +65,7 @@ public actor CachedTransport {
         self.keyHeaders = keyHeaders
         self.loader = loader
         self.now = now
+        broadcaster = ChangeBroadcaster(bufferLimit: configuration.changeBufferLimit)
         store = MemoryURLCache(
             memoryCapacity: configuration.memoryCapacity,
             maximumEntryShare: configuration.maximumEntryShare,
@@ -74,7 +76,11 @@ public actor CachedTransport {
 
     /// What the transport has done so far: requests, hits, fetches, coalesced joins, stores,
     /// evictions, invalidations and the bytes held.
-    public nonisolated var statistics: CacheStatistics { store.statistics }
+    public nonisolated var statistics: CacheStatistics {
+        var statistics = store.statistics
+        statistics.subscribers = broadcaster.count
+        return statistics
+    }
 
     /// Loads `request`, from memory when its policy allows and an entry is stored, otherwise from
     /// the network, sharing the fetch with identical requests already in flight.
@@ -117,6 +123,41 @@ public actor CachedTransport {
     public nonisolated(nonsending) func data(from url: URL) async throws -> (Data, URLResponse) {
         try await data(for: URLRequest(url: url))
     }
+
+    /// Reloads `request` from the network ignoring what is stored, stores the answer and, when
+    /// its bytes differ from what was held, announces ``CacheChange/updated(_:)``: the
+    /// pull-to-refresh.
+    ///
+    /// Concurrent refreshes of one key share one fetch. A refresh never joins a fetch that
+    /// started before it unless that fetch was itself a refresh started after the key's latest
+    /// invalidation, so its answer is never older than the call.
+    public nonisolated(nonsending) func refresh(_ request: URLRequest) async throws -> (Data, URLResponse) {
+        var reload = request
+        reload.cachePolicy = .reloadIgnoringLocalCacheData
+        return try await data(for: reload)
+    }
+
+    /// A new stream of every change to what the transport holds, in the order the changes
+    /// happened: ``CacheChange/updated(_:)``, ``CacheChange/invalidated(urls:endpoint:)`` and
+    /// ``CacheChange/cleared``.
+    ///
+    /// Each call returns its own stream, registered before it returns. A stream keeps at most
+    /// ``Configuration/changeBufferLimit`` undelivered changes, dropping the oldest; the transport
+    /// never waits for a subscriber. It unregisters itself when its consumer stops or it is
+    /// dropped.
+    public nonisolated func changes() -> AsyncStream<CacheChange> {
+        broadcaster.subscribe(to: nil)
+    }
+
+    /// A new stream of the changes that concern `endpoint`: updates of its URLs, invalidations
+    /// that dropped some of its URLs (naming only those), and clears. See ``changes()``.
+    public nonisolated func changes(for endpoint: Endpoint) -> AsyncStream<CacheChange> {
+        broadcaster.subscribe(to: endpoint)
+    }
+
+    /// The response header that marks an answer served from a stored entry because the network
+    /// failed (``Configuration/staleIfError``). Its value is the `URLError` code of the failure.
+    public static let staleHeaderField = "X-TransportCache-Stale"
 
     /// Sends a request that is not cached: another method, or a scheme other than http(s).
     ///
