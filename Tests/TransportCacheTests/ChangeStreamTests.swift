@@ -1,0 +1,190 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+@testable import TransportCache
+
+@Suite("Change notifications")
+struct ChangeStreamTests {
+    let url = "https://api.example.com/items/1"
+
+    /// A loader whose body is the current value of `version`.
+    static func versioned(_ version: Locked<Int>) -> TestLoader {
+        TestLoader { request, _ in
+            (Data("version=\(version.withLock { $0 })".utf8), TestLoader.response(for: request, status: 200))
+        }
+    }
+
+    @Test("a subscriber hears stores, invalidations and clears in the order they happened")
+    func orderedEvents() async throws {
+        let transport = makeTransport(loader: TestLoader())
+        var changes = transport.changes().makeAsyncIterator()
+        _ = try await transport.data(for: request(url))
+        await transport.invalidate(request(url))
+        await transport.invalidateAll()
+        #expect(await changes.next() == .updated(URL(string: url)!))
+        #expect(await changes.next() == .invalidated(urls: [URL(string: url)!], endpoint: nil))
+        #expect(await changes.next() == .cleared)
+    }
+
+    @Test("an endpoint invalidation names the dropped URLs and the endpoint")
+    func endpointEvent() async throws {
+        let transport = makeTransport(loader: TestLoader())
+        _ = try await transport.data(for: request("https://api.example.com/items/2"))
+        _ = try await transport.data(for: request("https://api.example.com/items/1"))
+        var changes = transport.changes().makeAsyncIterator()
+        await transport.invalidate(.pathPrefix("/items"))
+        guard case let .invalidated(urls, endpoint)? = await changes.next() else {
+            Issue.record("expected an invalidation")
+            return
+        }
+        #expect(urls.map(\.absoluteString) == ["https://api.example.com/items/1", "https://api.example.com/items/2"])
+        #expect(endpoint?.matches(URL(string: "https://x.example/items/9")!) == true)
+    }
+
+    @Test("a filtered subscriber hears only its endpoint's changes")
+    func filteredSubscriber() async throws {
+        let transport = makeTransport(loader: TestLoader())
+        var mine = transport.changes(for: .url(URL(string: url)!)).makeAsyncIterator()
+        _ = try await transport.data(for: request("https://api.example.com/other"))
+        await transport.invalidate(request("https://api.example.com/other"))
+        _ = try await transport.data(for: request(url))
+        #expect(await mine.next() == .updated(URL(string: url)!))
+    }
+
+    @Test("1,000 subscribers all hear one invalidation")
+    func thousandSubscribers() async throws {
+        let transport = makeTransport(loader: TestLoader())
+        let streams = (0..<1_000).map { _ in transport.changes() }
+        #expect(transport.statistics.subscribers == 1_000)
+        await transport.invalidate(request(url))
+        var heard = 0
+        for stream in streams {
+            var iterator = stream.makeAsyncIterator()
+            if case .invalidated? = await iterator.next() { heard += 1 }
+        }
+        #expect(heard == 1_000)
+    }
+
+    @Test("updated is announced only when the bytes changed")
+    func updatedOnlyOnChange() async throws {
+        let version = Locked(1)
+        let transport = makeTransport(loader: Self.versioned(version))
+        _ = try await transport.data(for: request(url))
+        var changes = transport.changes().makeAsyncIterator()
+        _ = try await transport.refresh(request(url))  // same bytes: no event
+        version.withLock { $0 = 2 }
+        _ = try await transport.refresh(request(url))  // new bytes: updated
+        await transport.invalidateAll()
+        #expect(await changes.next() == .updated(URL(string: url)!))
+        #expect(await changes.next() == .cleared)
+    }
+
+    @Test("a cancelled subscriber leaves no registration behind")
+    func cancelledSubscriber() async throws {
+        let transport = makeTransport(loader: TestLoader())
+        let listening = Task {
+            for await _ in transport.changes() {}
+        }
+        await waitUntil { transport.statistics.subscribers == 1 }
+        listening.cancel()
+        await listening.value
+        #expect(transport.statistics.subscribers == 0)
+    }
+
+    @Test("a dropped stream leaves no registration behind")
+    func droppedStream() async throws {
+        let transport = makeTransport(loader: TestLoader())
+        do {
+            let stream = transport.changes()
+            _ = stream
+            #expect(transport.statistics.subscribers == 1)
+        }
+        await waitUntil { transport.statistics.subscribers == 0 }
+    }
+
+    @Test("a slow subscriber keeps only the newest changes and never blocks the transport")
+    func boundedBuffer() async throws {
+        let transport = makeTransport(loader: TestLoader()) { $0.changeBufferLimit = 3 }
+        var slow = transport.changes().makeAsyncIterator()
+        for index in 0..<10 { await transport.invalidate(request("https://example.com/\(index)")) }
+        await transport.invalidateAll()
+        #expect(await slow.next() == .invalidated(urls: [URL(string: "https://example.com/8")!], endpoint: nil))
+        #expect(await slow.next() == .invalidated(urls: [URL(string: "https://example.com/9")!], endpoint: nil))
+        #expect(await slow.next() == .cleared)
+    }
+
+    @Test("a successful POST announces the URLs it invalidated")
+    func postEvent() async throws {
+        let transport = makeTransport(loader: TestLoader())
+        var changes = transport.changes().makeAsyncIterator()
+        _ = try await transport.data(for: request(url, method: "POST"))
+        #expect(await changes.next() == .invalidated(urls: [URL(string: url)!], endpoint: nil))
+    }
+}
+
+@Suite("Stale if error")
+struct StaleIfErrorTests {
+    let url = "https://api.example.com/items/1"
+
+    /// Answers once, then fails every later call with `code`.
+    static func failingAfterFirst(_ code: URLError.Code) -> TestLoader {
+        TestLoader { request, call in
+            if call > 1 { throw URLError(code) }
+            return try TestLoader.ok()(request, call)
+        }
+    }
+
+    @Test("when on, a connectivity failure answers with the last stored body, marked stale",
+          arguments: [URLError.Code.notConnectedToInternet, .cannotConnectToHost, .timedOut, .networkConnectionLost])
+    func connectivityFailure(code: URLError.Code) async throws {
+        let transport = makeTransport(loader: Self.failingAfterFirst(code)) { $0.staleIfError = true }
+        let (stored, response) = try await transport.data(for: request(url))
+        #expect(!response.isStaleAnswer)
+        let (stale, staleResponse) = try await transport.refresh(request(url))
+        #expect(stale == stored)
+        #expect(staleResponse.isStaleAnswer)
+        #expect((staleResponse as? HTTPURLResponse)?.value(forHTTPHeaderField: CachedTransport.staleHeaderField) == String(code.rawValue))
+        #expect(transport.statistics.staleAnswers == 1)
+    }
+
+    @Test("an expired entry is served stale when the reload cannot connect")
+    func expiredEntry() async throws {
+        let clock = TestClock()
+        let transport = makeTransport(loader: Self.failingAfterFirst(.cannotConnectToHost), clock: clock) {
+            $0.staleIfError = true
+            $0.maximumAge = .seconds(10)
+        }
+        let (stored, _) = try await transport.data(for: request(url))
+        clock.advance(by: .seconds(60))
+        let (stale, response) = try await transport.data(for: request(url))
+        #expect(stale == stored)
+        #expect(response.isStaleAnswer)
+    }
+
+    @Test("other errors are not masked")
+    func otherErrors() async throws {
+        let transport = makeTransport(loader: Self.failingAfterFirst(.badServerResponse)) { $0.staleIfError = true }
+        _ = try await transport.data(for: request(url))
+        let error = await thrownError { try await transport.refresh(request(url)) }
+        #expect((error as? URLError)?.code == .badServerResponse)
+    }
+
+    @Test("off by default: the connectivity error reaches the caller")
+    func offByDefault() async throws {
+        let transport = makeTransport(loader: Self.failingAfterFirst(.notConnectedToInternet))
+        _ = try await transport.data(for: request(url))
+        let error = await thrownError { try await transport.refresh(request(url)) }
+        #expect((error as? URLError)?.code == .notConnectedToInternet)
+    }
+
+    @Test("an invalidated entry is never served stale")
+    func invalidatedIsGone() async throws {
+        let transport = makeTransport(loader: Self.failingAfterFirst(.notConnectedToInternet)) { $0.staleIfError = true }
+        _ = try await transport.data(for: request(url))
+        await transport.invalidate(request(url))
+        let error = await thrownError { try await transport.data(for: request(url)) }
+        #expect((error as? URLError)?.code == .notConnectedToInternet)
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+@testable import TransportCache
+
+@Suite("Invalidation and pull-to-refresh")
+struct InvalidationTests {
+    let url = "https://api.example.com/items/1"
+
+    @Test("invalidate, then a GET fetches anew")
+    func invalidateThenGet() async throws {
+        let loader = TestLoader()
+        let transport = makeTransport(loader: loader)
+        _ = try await transport.data(for: request(url))
+        await transport.invalidate(request(url))
+        let (data, _) = try await transport.data(for: request(url))
+        #expect(data.text.contains("call=2"))
+        #expect(transport.statistics.invalidations == 1)
+    }
+
+    @Test("an endpoint drops every method, query and identity below it, and nothing else")
+    func endpointInvalidation() async throws {
+        let loader = TestLoader()
+        let transport = makeTransport(loader: loader)
+        let dropped = [
+            request("https://api.example.com/items"),
+            request("https://api.example.com/items/1?expand=true"),
+            request("https://api.example.com/items/2", headers: ["Authorization": "Bearer alice"]),
+            request("https://api.example.com/items/2", method: "HEAD"),
+        ]
+        let kept = [request("https://api.example.com/itemsets"), request("https://other.example.com/items/1")]
+        for request in dropped + kept { _ = try await transport.data(for: request) }
+        await transport.invalidate(.pathPrefix("/items", host: "api.example.com"))
+        #expect(transport.statistics.entries == kept.count)
+        for request in kept { _ = try await transport.data(for: request) }
+        #expect(loader.callCount == dropped.count + kept.count)
+    }
+
+    @Test("invalidateAll drops everything")
+    func invalidateAll() async throws {
+        let loader = TestLoader()
+        let transport = makeTransport(loader: loader)
+        for index in 0..<5 { _ = try await transport.data(for: request("https://example.com/\(index)")) }
+        await transport.invalidateAll()
+        #expect(transport.statistics.entries == 0)
+        #expect(transport.statistics.bytesHeld == 0)
+    }
+
+    @Test("a fetch in flight across an invalidation answers its callers but does not refill the store")
+    func inFlightAcrossInvalidation() async throws {
+        let loader = TestLoader(gated: true)
+        let transport = makeTransport(loader: loader)
+        let early = Task { try await transport.data(for: request(url)) }
+        await loader.waitForCalls(1)
+        await transport.invalidate(request(url))
+        loader.openGate()
+        #expect(try await early.value.0.text.contains("call=1"))
+        #expect(transport.statistics.stores == 0)
+        let (data, _) = try await transport.data(for: request(url))
+        #expect(data.text.contains("call=2"))
+    }
+
+    @Test("a request after an invalidation does not join the fetch that started before it")
+    func noJoinAcrossInvalidation() async throws {
+        let loader = TestLoader(gated: true)
+        let transport = makeTransport(loader: loader)
+        let early = Task { try await transport.refresh(request(url)) }
+        await loader.waitForCalls(1)
+        await transport.invalidate(request(url))
+        let late = Task { try await transport.refresh(request(url)) }
+        await loader.waitForCalls(2)
+        loader.openGate()
+        #expect(try await early.value.0.text.contains("call=1"))
+        #expect(try await late.value.0.text.contains("call=2"))
+        // Only the later answer was stored.
+        #expect(try await transport.data(for: request(url)).0.text.contains("call=2"))
+        #expect(loader.callCount == 2)
+    }
+
+    @Test("20 concurrent refreshes share one fetch")
+    func concurrentRefreshes() async throws {
+        let loader = TestLoader(gated: true)
+        let transport = makeTransport(loader: loader)
+        let tasks = (0..<20).map { _ in Task { try await transport.refresh(request(url)) } }
+        await loader.waitForCalls(1)
+        await waitUntil { transport.statistics.coalescedJoins == 19 }
+        loader.openGate()
+        var bodies = Set<Data>()
+        for task in tasks { bodies.insert(try await task.value.0) }
+        #expect(bodies.count == 1)
+        #expect(loader.callCount == 1)
+    }
+
+    @Test("a refresh does not join an ordinary fetch already in flight; it fetches after it was asked")
+    func refreshDoesNotJoinOrdinaryFetch() async throws {
+        let loader = TestLoader(gated: true)
+        let transport = makeTransport(loader: loader)
+        let ordinary = Task { try await transport.data(for: request(url)) }
+        await loader.waitForCalls(1)
+        let refresh = Task { try await transport.refresh(request(url)) }
+        await loader.waitForCalls(2)
+        loader.openGate()
+        #expect(try await ordinary.value.0.text.contains("call=1"))
+        #expect(try await refresh.value.0.text.contains("call=2"))
+        // The older ordinary fetch did not overwrite the refresh's answer.
+        #expect(try await transport.data(for: request(url)).0.text.contains("call=2"))
+    }
+
+    @Test("a refresh reloads a stored entry and stores the new answer")
+    func refreshReplaces() async throws {
+        let loader = TestLoader()
+        let transport = makeTransport(loader: loader)
+        _ = try await transport.data(for: request(url))
+        let (fresh, _) = try await transport.refresh(request(url))
+        #expect(fresh.text.contains("call=2"))
+        #expect(try await transport.data(for: request(url)).0 == fresh)
+        #expect(loader.callCount == 2)
+    }
+}
