@@ -1,0 +1,109 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Which responses ``CacheOverrideURLProtocol`` rewrites into cacheable ones, and for how long.
+///
+/// A response is rewritten when something in it stops it from being cached, or it says nothing
+/// about freshness: `Cache-Control` with `no-cache`, `no-store`, `must-revalidate`, `private` or
+/// `max-age=0`; `Pragma: no-cache`; an `Expires` in the past (or unreadable); `Vary: *`; or no
+/// positive `max-age` and no future `Expires` at all. Its caching headers are replaced by
+/// `Cache-Control: max-age=N`, and the original values stay readable in `X-Original-Cache-Control`,
+/// `X-Original-Pragma`, `X-Original-Expires` and `X-Original-Vary`.
+public struct CacheOverride: Sendable {
+    /// The `max-age` written into rewritten responses. Default: one hour.
+    public var maximumAge: Duration
+
+    /// The URLs the override applies to; empty, the default, means every http(s) URL.
+    public var endpoints: [Endpoint]
+
+    /// - Parameters:
+    ///   - maximumAge: the `max-age` written into rewritten responses.
+    ///   - endpoints: the URLs it applies to; empty means every http(s) URL.
+    public init(maximumAge: Duration = .seconds(3600), endpoints: [Endpoint] = []) {
+        self.maximumAge = maximumAge
+        self.endpoints = endpoints
+    }
+
+    /// Whether responses to `url` are rewritten.
+    public func applies(to url: URL) -> Bool {
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else { return false }
+        return endpoints.isEmpty || endpoints.contains { $0.matches(url) }
+    }
+
+    /// `response` with its caching headers rewritten when they would stop it from being cached,
+    /// or `response` itself when they would not.
+    public func rewritten(_ response: HTTPURLResponse) -> HTTPURLResponse {
+        guard let url = response.url, Self.needsRewrite(response) else { return response }
+        var fields: [String: String] = [:]
+        var originals: [String: String] = [:]
+        for (name, value) in response.allHeaderFields {
+            let name = String(describing: name)
+            let value = String(describing: value)
+            switch name.lowercased() {
+            case "cache-control", "pragma", "expires":
+                originals["X-Original-" + Self.canonical(name)] = value
+            case "vary" where MemoryURLCache.varyNames(value).contains("*"):
+                originals["X-Original-Vary"] = value
+            default:
+                fields[name] = value
+            }
+        }
+        fields.merge(originals) { _, original in original }
+        let seconds = max(0, Int(maximumAge.components.seconds))
+        fields["Cache-Control"] = "max-age=\(seconds)"
+        return HTTPURLResponse(url: url, statusCode: response.statusCode, httpVersion: "HTTP/1.1", headerFields: fields)
+            ?? response
+    }
+
+    static func canonical(_ name: String) -> String {
+        switch name.lowercased() {
+        case "cache-control": "Cache-Control"
+        case "pragma": "Pragma"
+        case "expires": "Expires"
+        default: name
+        }
+    }
+
+    /// True when the response would not be reused as it is.
+    static func needsRewrite(_ response: HTTPURLResponse) -> Bool {
+        let directives = (response.value(forHTTPHeaderField: "Cache-Control") ?? "")
+            .lowercased()
+            .split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+        let blocking: Set<String> = ["no-cache", "no-store", "must-revalidate", "private", "max-age=0"]
+        if directives.contains(where: { blocking.contains($0) || $0.hasPrefix("no-cache=") || $0.hasPrefix("private=") }) {
+            return true
+        }
+        if response.value(forHTTPHeaderField: "Pragma")?.lowercased().contains("no-cache") == true { return true }
+        if let vary = response.value(forHTTPHeaderField: "Vary"), MemoryURLCache.varyNames(vary).contains("*") {
+            return true
+        }
+        let hasPositiveMaxAge = directives.contains {
+            $0.hasPrefix("max-age=") && (Int($0.dropFirst("max-age=".count)) ?? 0) > 0
+        }
+        if let expires = response.value(forHTTPHeaderField: "Expires") {
+            guard let date = HTTPDate.parse(expires) else { return true }
+            if date <= Date() && !hasPositiveMaxAge { return true }
+            return false
+        }
+        return !hasPositiveMaxAge
+    }
+}
+
+/// HTTP dates (RFC 9110 section 5.6.7): the IMF-fixdate form and the two obsolete ones.
+enum HTTPDate {
+    private static let formats = ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"]
+
+    static func parse(_ value: String) -> Date? {
+        for format in formats {
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = format
+            if let date = formatter.date(from: value) { return date }
+        }
+        return nil
+    }
+}
