@@ -92,7 +92,8 @@ extension CachedTransport {
                     waiter.continuation.resume(throwing: error)
                 }
             }
-        case .success(let (data, response)):
+        case .success(let (data, fetched)):
+            let response = overridden(fetched)
             if fetch.storesResult { storeIfAllowed(data, response: response, for: fetch) }
             let vary = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Vary")
                 .map(MemoryURLCache.varyNames) ?? []
@@ -110,6 +111,17 @@ extension CachedTransport {
         }
     }
 
+    /// `response` as the header override presents it, when the override applies to its URL. The
+    /// transport's own fetches already come through ``CacheOverrideURLProtocol``; applying the
+    /// same rule here (a no-op on an already rewritten response) keeps the store's decision
+    /// independent of the loader.
+    private func overridden(_ response: URLResponse) -> URLResponse {
+        guard let override = configuration.cacheOverride, let http = response as? HTTPURLResponse,
+              let url = http.url, override.applies(to: url)
+        else { return response }
+        return override.rewritten(http)
+    }
+
     private static func sameValues(of names: [String], in headers: [String: String]?, and other: [String: String]?) -> Bool {
         names.allSatisfy { StoredResponse.value(named: $0, in: headers) == StoredResponse.value(named: $0, in: other) }
     }
@@ -119,7 +131,12 @@ extension CachedTransport {
               configuration.storableStatusCodes.contains(http.statusCode),
               let url = fetch.request.url
         else { return }
+        // What the header override did not rewrite is taken at its word.
         if let vary = http.value(forHTTPHeaderField: "Vary"), MemoryURLCache.varyNames(vary).contains("*") {
+            return
+        }
+        if let cacheControl = http.value(forHTTPHeaderField: "Cache-Control"),
+           cacheControl.lowercased().split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "no-store" }) {
             return
         }
         let outcome = store.store(

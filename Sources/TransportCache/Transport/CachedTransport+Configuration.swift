@@ -43,6 +43,15 @@ extension CachedTransport {
         /// stored. Default: 200 through 299.
         public var storableStatusCodes: Set<Int> = Set(200...299)
 
+        /// The header override the transport's fetches go through (``CacheOverrideURLProtocol``):
+        /// responses whose headers would stop them from being cached (`no-cache`, `no-store`,
+        /// `Pragma`, past `Expires`, `Vary: *` …) are rewritten to `Cache-Control: max-age=N` and
+        /// stored. Narrow it with ``CacheOverride/endpoints``, or set nil to switch it off: the
+        /// transport then does not store responses marked `no-store` or `Vary: *`.
+        ///
+        /// Default: every http(s) response, `max-age=3600`.
+        public var cacheOverride: CacheOverride? = CacheOverride()
+
         /// When true, a fetch that fails with a connectivity error (not connected, cannot connect,
         /// cannot find the host, timed out, connection lost) for a key that still has a stored
         /// entry, past its maximum age or being reloaded, answers with that entry instead of the

@@ -1,0 +1,96 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+@testable import TransportCache
+
+@Suite("The header override")
+struct CacheOverrideTests {
+    let url = URL(string: "https://api.example.com/items")!
+
+    func response(_ headers: [String: String]) -> HTTPURLResponse {
+        HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: headers)!
+    }
+
+    @Test("each form that stops caching is rewritten to max-age=N, the original kept readable", arguments: [
+        ["Cache-Control": "no-cache"],
+        ["Cache-Control": "no-store"],
+        ["Cache-Control": "must-revalidate, max-age=60"],
+        ["Cache-Control": "max-age=0"],
+        ["Cache-Control": "private, max-age=60"],
+        ["Cache-Control": "No-Cache"],
+        ["Pragma": "no-cache"],
+        ["Expires": "Thu, 01 Jan 1970 00:00:00 GMT"],
+        ["Expires": "0"],
+        ["Vary": "*"],
+        [:],
+    ])
+    func rewrites(headers: [String: String]) {
+        let rewritten = CacheOverride(maximumAge: .seconds(120)).rewritten(response(headers))
+        #expect(rewritten.value(forHTTPHeaderField: "Cache-Control") == "max-age=120")
+        #expect(rewritten.value(forHTTPHeaderField: "Pragma") == nil)
+        #expect(rewritten.value(forHTTPHeaderField: "Expires") == nil)
+        #expect(rewritten.value(forHTTPHeaderField: "Vary") == nil)
+        for (name, value) in headers {
+            #expect(rewritten.value(forHTTPHeaderField: "X-Original-\(name)") == value)
+        }
+    }
+
+    @Test("a response that is already cacheable is left as it is")
+    func freshUntouched() {
+        let fresh = response(["Cache-Control": "public, max-age=600", "Vary": "Accept-Encoding", "ETag": "\"1\""])
+        let result = CacheOverride().rewritten(fresh)
+        #expect(result === fresh)
+    }
+
+    @Test("other headers and the status survive the rewrite")
+    func otherHeadersKept() {
+        let original = HTTPURLResponse(url: url, statusCode: 203, httpVersion: "HTTP/1.1",
+                                       headerFields: ["Cache-Control": "no-cache", "Content-Type": "application/json", "Vary": "Accept"])!
+        let rewritten = CacheOverride().rewritten(original)
+        #expect(rewritten.statusCode == 203)
+        #expect(rewritten.value(forHTTPHeaderField: "Content-Type") == "application/json")
+        #expect(rewritten.value(forHTTPHeaderField: "Vary") == "Accept")
+    }
+
+    @Test("it applies to every http(s) URL by default, and only to its endpoints when given")
+    func scope() {
+        #expect(CacheOverride().applies(to: url))
+        #expect(!CacheOverride().applies(to: URL(string: "file:///tmp/x")!))
+        let narrow = CacheOverride(endpoints: [.host("static.example.com")])
+        #expect(narrow.applies(to: URL(string: "https://static.example.com/logo.png")!))
+        #expect(!narrow.applies(to: url))
+    }
+
+    @Test("the transport stores a no-store response when the override applies, and not when it is off")
+    func transportHonoursNoStoreWithoutOverride() async throws {
+        let noStore = TestLoader(respond: TestLoader.ok(headers: ["Cache-Control": "no-store"]))
+        let overridden = makeTransport(loader: noStore)
+        _ = try await overridden.data(for: request(url.absoluteString))
+        let (_, response) = try await overridden.data(for: request(url.absoluteString))
+        #expect(noStore.callCount == 1)
+        #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "X-Original-Cache-Control") == "no-store")
+
+        let honoured = TestLoader(respond: TestLoader.ok(headers: ["Cache-Control": "no-store"]))
+        let plain = makeTransport(loader: honoured) { $0.cacheOverride = nil }
+        _ = try await plain.data(for: request(url.absoluteString))
+        _ = try await plain.data(for: request(url.absoluteString))
+        #expect(honoured.callCount == 2)
+
+        let outside = TestLoader(respond: TestLoader.ok(headers: ["Cache-Control": "no-store"]))
+        let narrowed = makeTransport(loader: outside) { $0.cacheOverride = CacheOverride(endpoints: [.host("elsewhere.example.com")]) }
+        _ = try await narrowed.data(for: request(url.absoluteString))
+        _ = try await narrowed.data(for: request(url.absoluteString))
+        #expect(outside.callCount == 2)
+    }
+
+    @Test("with the override on, a Vary: * answer is stored like any other")
+    func varyStarOverridden() async throws {
+        let loader = TestLoader(respond: TestLoader.ok(headers: ["Vary": "*"]))
+        let transport = makeTransport(loader: loader)
+        _ = try await transport.data(for: request(url.absoluteString))
+        _ = try await transport.data(for: request(url.absoluteString))
+        #expect(loader.callCount == 1)
+    }
+}
