@@ -18,7 +18,7 @@ extension CachedTransport {
         if !isReload, let hit = store.answer(
             for: key,
             headers: headers,
-            at: configuration.hasMaximumAge ? now() : nil,
+            at: hasMaximumAge ? now() : nil,
             counting: false
         ) {
             store.record { $0.memoryHits += 1 }

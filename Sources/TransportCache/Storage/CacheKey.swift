@@ -56,9 +56,10 @@ struct KeyHeaders: Sendable {
 }
 
 extension CacheKey {
-    /// The key of a cacheable request, or nil when the request has no URL that can be normalised.
+    /// The key of a request to an http(s) URL, or nil for another scheme or a URL that cannot be
+    /// normalised.
     init?(method: String, url: URL, headers: [String: String]?, keyHeaders: KeyHeaders) {
-        guard let normalized = URLNormalization.normalized(url) else { return nil }
+        guard let normalized = URLNormalization.normalized(url, httpOnly: true) else { return nil }
         self.init(method: method, url: normalized, identity: keyHeaders.values(in: headers))
     }
 }
@@ -87,11 +88,13 @@ enum ASCII {
 /// dropped, the query kept. Already-normal URLs (nearly all of them) are recognised with one scan
 /// of `absoluteString` and used as they are.
 enum URLNormalization {
-    static func normalized(_ url: URL) -> String? {
+    /// - Parameter httpOnly: return nil unless the scheme is http or https.
+    static func normalized(_ url: URL, httpOnly: Bool = false) -> String? {
         let string = url.absoluteString
-        if isNormalized(string) { return string }
+        if isNormalized(string, httpOnly: httpOnly) { return string }
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true),
-              let scheme = components.scheme?.lowercased()
+              let scheme = components.scheme?.lowercased(),
+              !httpOnly || scheme == "http" || scheme == "https"
         else { return nil }
         components.scheme = scheme
         if let host = components.percentEncodedHost { components.percentEncodedHost = host.lowercased() }
@@ -110,45 +113,55 @@ enum URLNormalization {
 
     /// True when `string` is `scheme://authority…` with a lowercase scheme and authority, no user
     /// info, no default port and no fragment.
-    static func isNormalized(_ string: String) -> Bool {
-        let bytes = string.utf8
-        var index = bytes.startIndex
-        var schemeLength = 0
-        // Scheme: lowercase letters up to "://".
-        while index != bytes.endIndex, bytes[index] != UInt8(ascii: ":") {
+    /// - Parameter httpOnly: also require the scheme to be http or https.
+    static func isNormalized(_ string: String, httpOnly: Bool = false) -> Bool {
+        var string = string
+        return string.withUTF8 { isNormalized(UnsafeBufferPointer(rebasing: $0[...]), httpOnly: httpOnly) }
+    }
+
+    private static func isNormalized(_ bytes: UnsafeBufferPointer<UInt8>, httpOnly: Bool) -> Bool {
+        let count = bytes.count
+        var index = 0
+        // Scheme: lowercase letters, digits, "+", "-", "." up to "://".
+        while index < count, bytes[index] != UInt8(ascii: ":") {
             let byte = bytes[index]
-            guard (byte >= 0x61 && byte <= 0x7A) || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "-")
-                || byte == UInt8(ascii: ".") || (byte >= 0x30 && byte <= 0x39) else { return false }
-            schemeLength += 1
-            index = bytes.index(after: index)
+            guard (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: "+")
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") else { return false }
+            index += 1
         }
-        guard schemeLength > 0, index != bytes.endIndex else { return false }
-        // "://"
-        for expected in "://".utf8 {
-            guard index != bytes.endIndex, bytes[index] == expected else { return false }
-            index = bytes.index(after: index)
-        }
+        let schemeLength = index
+        guard schemeLength > 0, index + 3 <= count, bytes[index + 1] == UInt8(ascii: "/"), bytes[index + 2] == UInt8(ascii: "/")
+        else { return false }
+        let isHTTP = schemeLength >= 4 && bytes[0] == UInt8(ascii: "h") && bytes[1] == UInt8(ascii: "t")
+            && bytes[2] == UInt8(ascii: "t") && bytes[3] == UInt8(ascii: "p")
+            && (schemeLength == 4 || (schemeLength == 5 && bytes[4] == UInt8(ascii: "s")))
+        if httpOnly && !isHTTP { return false }
+        index += 3
         // Authority up to "/", "?" or "#".
-        var portStart: String.UTF8View.Index?
-        var authorityLength = 0
-        while index != bytes.endIndex {
+        let authorityStart = index
+        var portStart = -1
+        while index < count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
-            if byte >= 0x41 && byte <= 0x5A { return false }
-            if byte == UInt8(ascii: "@") { return false }
-            if byte == UInt8(ascii: ":") { portStart = bytes.index(after: index) }
-            if byte == UInt8(ascii: "]") { portStart = nil }
-            authorityLength += 1
-            index = bytes.index(after: index)
+            if (byte >= 0x41 && byte <= 0x5A) || byte == UInt8(ascii: "@") { return false }
+            if byte == UInt8(ascii: ":") { portStart = index + 1 }
+            if byte == UInt8(ascii: "]") { portStart = -1 }
+            index += 1
         }
-        guard authorityLength > 0 else { return false }
-        if let portStart {
-            let port = string[portStart..<index]
-            if port.isEmpty { return false }
-            if port == "80" && string.hasPrefix("http:") { return false }
-            if port == "443" && string.hasPrefix("https:") { return false }
+        guard index > authorityStart else { return false }
+        if portStart >= 0 {
+            let portLength = index - portStart
+            if portLength == 0 { return false }
+            if isHTTP, schemeLength == 4, portLength == 2,
+               bytes[portStart] == UInt8(ascii: "8"), bytes[portStart + 1] == UInt8(ascii: "0") { return false }
+            if isHTTP, schemeLength == 5, portLength == 3, bytes[portStart] == UInt8(ascii: "4"),
+               bytes[portStart + 1] == UInt8(ascii: "4"), bytes[portStart + 2] == UInt8(ascii: "3") { return false }
         }
         // No fragment anywhere after the authority.
-        return !bytes[index...].contains(UInt8(ascii: "#"))
+        while index < count {
+            if bytes[index] == UInt8(ascii: "#") { return false }
+            index += 1
+        }
+        return true
     }
 }

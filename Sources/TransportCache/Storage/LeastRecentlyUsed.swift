@@ -39,6 +39,15 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         return slots[position].value
     }
 
+    /// The value for `key` if `accept` takes it, then marked as the most recently used; one hash
+    /// lookup in all.
+    /// - Complexity: O(1).
+    mutating func value(forKey key: Key, where accept: (Value) -> Bool) -> Value? {
+        guard let position = index[key], let value = slots[position].value, accept(value) else { return nil }
+        moveToFront(position)
+        return value
+    }
+
     /// The value for `key` without changing its recency.
     func peekValue(forKey key: Key) -> Value? {
         guard let position = index[key] else { return nil }

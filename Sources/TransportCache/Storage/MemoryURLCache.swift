@@ -76,12 +76,14 @@ final class MemoryURLCache: URLCache, @unchecked Sendable {
     ) -> (Data, URLResponse)? {
         state.withLock { state in
             if counting { state.statistics.requests += 1 }
-            guard let stored = state.entries.peekValue(forKey: key) else { return nil }
-            if !stored.vary.isEmpty, !stored.matchesVary(of: headers) { return nil }
-            if let instant, let expiresAt = stored.expiresAt, instant >= expiresAt { return nil }
-            _ = state.entries.value(forKey: key)
+            let found = state.entries.value(forKey: key) { stored in
+                if !stored.vary.isEmpty, !stored.matchesVary(of: headers) { return false }
+                if let instant, let expiresAt = stored.expiresAt, instant >= expiresAt { return false }
+                return true
+            }
+            guard let found else { return nil }
             if counting { state.statistics.memoryHits += 1 }
-            return (stored.data, stored.response)
+            return (found.data, found.response)
         }
     }
 

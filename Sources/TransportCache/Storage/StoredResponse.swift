@@ -4,7 +4,9 @@ import FoundationNetworking
 #endif
 
 /// One stored answer, with what is needed to decide whether it may be reused.
-struct StoredResponse: Sendable {
+///
+/// A class, so that a hit takes it out of the store with one retain rather than copying each field.
+final class StoredResponse: Sendable {
     let data: Data
     let response: URLResponse
     /// Headers the response named in `Vary` (beyond the key's own), with the storing request's
@@ -13,6 +15,14 @@ struct StoredResponse: Sendable {
     let storedAt: ContinuousClock.Instant
     /// When set, the entry is no longer returned by `returnCacheDataElseLoad` from this instant on.
     let expiresAt: ContinuousClock.Instant?
+
+    init(data: Data, response: URLResponse, vary: [VaryHeader], storedAt: ContinuousClock.Instant, expiresAt: ContinuousClock.Instant?) {
+        self.data = data
+        self.response = response
+        self.vary = vary
+        self.storedAt = storedAt
+        self.expiresAt = expiresAt
+    }
 
     struct VaryHeader: Sendable, Hashable {
         /// Lowercased header name.

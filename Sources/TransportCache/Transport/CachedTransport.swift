@@ -41,6 +41,8 @@ public actor CachedTransport {
     let keyHeaders: KeyHeaders
     let now: @Sendable () -> ContinuousClock.Instant
     let broadcaster: ChangeBroadcaster
+    /// Read on every hit; kept apart so a hit does not copy the whole configuration.
+    let hasMaximumAge: Bool
 
     /// Fetches in flight by identifier.
     var fetches: [Int: Fetch] = [:]
@@ -65,6 +67,7 @@ public actor CachedTransport {
     ) {
         let keyHeaders = KeyHeaders(extra: configuration.keyHeaders)
         self.configuration = configuration
+        hasMaximumAge = configuration.hasMaximumAge
         self.keyHeaders = keyHeaders
         self.loader = loader
         self.now = now
@@ -103,14 +106,12 @@ public actor CachedTransport {
             return try await send(request, url: url)
         }
         let headers = request.allHTTPHeaderFields
-        guard let key = CacheKey(method: method, url: url, headers: headers, keyHeaders: keyHeaders),
-              key.url.hasPrefix("https://") || key.url.hasPrefix("http://")
-        else {
+        guard let key = CacheKey(method: method, url: url, headers: headers, keyHeaders: keyHeaders) else {
             return try await send(request, url: url)
         }
         switch request.cachePolicy {
         case .useProtocolCachePolicy, .returnCacheDataElseLoad:
-            let instant = configuration.hasMaximumAge ? now() : nil
+            let instant = hasMaximumAge ? now() : nil
             if let hit = store.answer(for: key, headers: headers, at: instant, counting: true) { return hit }
             return try await fetch(request, key: key, headers: headers, isReload: false)
         case .returnCacheDataDontLoad:
