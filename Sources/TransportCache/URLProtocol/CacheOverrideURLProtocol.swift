@@ -17,10 +17,11 @@ import FoundationNetworking
 /// the age, subclass and override ``cacheOverride``. Requests outside it are not intercepted.
 ///
 /// Each intercepted request is fetched by an inner session of its own that has no cache, no
-/// cookie storage and not this protocol (so it cannot recurse). Request bodies, including body
-/// streams, are forwarded as they are. Redirects are followed by the inner session and the final
-/// response is delivered (swift-corelibs-foundation cannot take a redirect report from a custom
-/// protocol). Errors arrive as the inner session's `URLError`.
+/// cookie storage and not this protocol (so it cannot recurse). Request bodies arrive intact; a
+/// body stream is read into the request first, because corelibs' URLSession would send it empty.
+/// Redirects are followed by the inner session and the final response is delivered
+/// (swift-corelibs-foundation cannot take a redirect report from a custom protocol). Errors arrive
+/// as the inner session's `URLError`.
 ///
 /// ## Platforms
 /// On Apple platforms the session's own `URLCache` then stores the rewritten responses. On Linux,
@@ -85,6 +86,13 @@ open class CacheOverrideURLProtocol: URLProtocol {
         // which is the queue this runs on: hop off it first.
         let instance = Unshared(self)
         DispatchQueue.global().async {
+            var outgoing = outgoing
+            if outgoing.httpBody == nil, let stream = outgoing.httpBodyStream {
+                // corelibs' URLSession sends an empty body for a data task's body stream; read it
+                // here, off the session's queue, so the body reaches the origin on every platform.
+                outgoing.httpBodyStream = nil
+                outgoing.httpBody = Self.read(stream)
+            }
             let task = route.session.dataTask(with: outgoing) { data, response, error in
                 instance.value.finish(data: data, response: response, error: error, override: route.override)
             }
@@ -95,6 +103,20 @@ open class CacheOverrideURLProtocol: URLProtocol {
             }
             if start { task.resume() }
         }
+    }
+
+    /// Every byte of `stream`.
+    static func read(_ stream: InputStream) -> Data {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        stream.open()
+        defer { stream.close() }
+        while true {
+            let count = stream.read(&buffer, maxLength: buffer.count)
+            if count <= 0 { break }
+            data.append(buffer, count: count)
+        }
+        return data
     }
 
     open override func stopLoading() {

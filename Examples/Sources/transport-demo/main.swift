@@ -1,0 +1,121 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import LoopbackOrigin
+import TransportCache
+
+// The story of TransportCache in one run, against a real HTTP origin on 127.0.0.1 that answers
+// slowly and marks every response `Cache-Control: no-cache`, side by side with the usual answer:
+// URLSession with a memory-only URLCache and the returnCacheDataElseLoad policy.
+
+let originDelay = 200  // milliseconds
+let clock = ContinuousClock()
+
+func seconds(_ duration: Duration) -> String {
+    String(format: "%.2f s", Double(duration.components.attoseconds) / 1e18 + Double(duration.components.seconds))
+}
+
+func plainSession() -> URLSession {
+    let configuration = URLSessionConfiguration.ephemeral
+    configuration.urlCache = URLCache(memoryCapacity: 32 * 1024 * 1024, diskCapacity: 0, diskPath: nil)
+    configuration.requestCachePolicy = .returnCacheDataElseLoad
+    return URLSession(configuration: configuration)
+}
+
+extension Data {
+    /// The `version=N` part of an origin body.
+    var version: String {
+        String(decoding: self, as: UTF8.self).split(separator: " ").first { $0.hasPrefix("version=") }.map(String.init) ?? "?"
+    }
+}
+
+/// Runs `count` copies of `body` at once and returns how long they took together.
+func concurrently(_ count: Int, _ body: @escaping @Sendable () async throws -> Void) async throws -> Duration {
+    try await clock.measure {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<count { group.addTask { try await body() } }
+            try await group.waitForAll()
+        }
+    }
+}
+
+let origin = try await LoopbackOrigin.start()
+let transport = CachedTransport()
+let plain = plainSession()
+print("""
+TransportCache demo
+origin: \(origin.baseURL) (answers after \(originDelay) ms, every response Cache-Control: no-cache)
+
+""")
+
+// 1. Many screens, one moment.
+let screens = 100
+let cachedArticles = origin.url("/articles?delay=\(originDelay)&client=transport")
+let plainArticles = origin.url("/articles?delay=\(originDelay)&client=urlsession")
+let cachedTime = try await concurrently(screens) { _ = try await transport.data(from: cachedArticles) }
+let plainTime = try await concurrently(screens) { _ = try await plain.data(from: plainArticles) }
+let cachedHits = await origin.hits("/articles?delay=\(originDelay)&client=transport")
+let plainHits = await origin.hits("/articles?delay=\(originDelay)&client=urlsession")
+print("""
+1. \(screens) screens ask for /articles at the same moment
+   CachedTransport         \(String(format: "%4d", cachedHits)) origin hit(s)   \(seconds(cachedTime))
+   URLSession + URLCache   \(String(format: "%4d", plainHits)) origin hit(s)   \(seconds(plainTime))
+
+""")
+
+// 2. The no-cache header.
+let profile = origin.url("/profile")
+let plainProfile = origin.url("/profile?client=urlsession")
+_ = try await transport.data(from: profile)
+let hitTime = try await clock.measure {
+    for _ in 0..<10_000 { _ = try await transport.data(from: profile) }
+}
+_ = try await plain.data(from: plainProfile)
+_ = try await plain.data(from: plainProfile)
+let (_, cachedResponse) = try await transport.data(from: profile)
+let original = (cachedResponse as? HTTPURLResponse)?.value(forHTTPHeaderField: "X-Original-Cache-Control") ?? "-"
+print("""
+2. /profile (Cache-Control: no-cache) asked 10,001 times by CachedTransport, twice by URLSession
+   CachedTransport         \(String(format: "%4d", await origin.hits("/profile"))) origin hit(s)   \
+a memory hit takes \(String(format: "%.2f", Double(hitTime.components.attoseconds) / 1e12 / 10_000 + Double(hitTime.components.seconds) * 1e6 / 10_000)) µs in this debug build \
+(original header kept: X-Original-Cache-Control: \(original))
+   URLSession + URLCache   \(String(format: "%4d", await origin.hits("/profile?client=urlsession"))) origin hit(s)   \
+(no-cache keeps it out of the cache; on Linux URLSession never stores at all)
+
+""")
+
+// 3. Pull to refresh: screen A refreshes, screen B hears it.
+let feed = origin.url("/feed")
+let screenB = try await transport.data(from: feed).0
+let plainFeed = origin.url("/feed?client=urlsession")
+let plainScreenB = try await plain.data(from: plainFeed).0
+let feedChanges = transport.changes(for: .url(feed))
+let heard = Task {
+    for await change in feedChanges {
+        if case .updated = change { return try await transport.data(from: feed).0 }
+    }
+    return Data()
+}
+// The server's data changes (another device posted), then screen A pulls to refresh.
+_ = try await URLSession.shared.data(for: {
+    var post = URLRequest(url: origin.url("/feed"))
+    post.httpMethod = "POST"
+    return post
+}())
+_ = try await transport.refresh(URLRequest(url: feed))
+let screenBNow = try await heard.value
+print("""
+3. Pull to refresh on screen A, after the data changed on the server
+   CachedTransport         screen B showed \(screenB.version), heard .updated and reloaded from memory: \(screenBNow.version)
+   URLSession + URLCache   nothing tells screen B; it keeps what it loaded: \(plainScreenB.version)
+
+""")
+
+let statistics = transport.statistics
+print("""
+CachedTransport statistics: \(statistics.requests) requests, \(statistics.memoryHits) memory hits, \
+\(statistics.networkFetches) network fetches, \(statistics.coalescedJoins) coalesced joins, \(statistics.stores) stores
+""")
+plain.invalidateAndCancel()
+await origin.stop()
