@@ -48,8 +48,8 @@ extension CachedTransport {
     }
 
     private func enqueue(_ waiter: Waiter, key: CacheKey, isReload: Bool) {
-        if let fetchID = joinableFetches[key], fetches[fetchID] != nil, !isReload || fetches[fetchID]!.isReload {
-            fetches[fetchID]!.waiters[waiter.id] = waiter
+        if let fetchID = joinableFetches[key], let fetch = fetches[fetchID], !isReload || fetch.isReload {
+            fetch.waiters[waiter.id] = waiter
             waiterLocations[waiter.id] = fetchID
             store.record { $0.coalescedJoins += 1 }
             return
@@ -63,10 +63,11 @@ extension CachedTransport {
         let outgoing = waiter.request
         joinableFetches[key] = fetchID
         waiterLocations[waiter.id] = fetchID
-        fetches[fetchID] = Fetch(key: key, request: outgoing, isReload: isReload, waiters: [waiter.id: waiter])
+        let fetch = Fetch(key: key, request: outgoing, isReload: isReload, waiters: [waiter.id: waiter])
+        fetches[fetchID] = fetch
         store.record { $0.networkFetches += 1 }
         let loader = self.loader
-        fetches[fetchID]!.task = Task {
+        fetch.task = Task {
             let result: Result<(Data, URLResponse), any Error>
             do {
                 result = .success(try await loader.load(outgoing))
@@ -178,11 +179,11 @@ extension CachedTransport {
 
     /// Releases a cancelled caller at once; cancels the fetch when it was the last one waiting.
     private func cancelWaiter(_ waiterID: Int) {
-        guard let fetchID = waiterLocations.removeValue(forKey: waiterID),
-              let waiter = fetches[fetchID]?.waiters.removeValue(forKey: waiterID)
+        guard let fetchID = waiterLocations.removeValue(forKey: waiterID), let fetch = fetches[fetchID],
+              let waiter = fetch.waiters.removeValue(forKey: waiterID)
         else { return }
         waiter.continuation.resume(throwing: CancellationError())
-        guard let fetch = fetches[fetchID], fetch.waiters.isEmpty else { return }
+        guard fetch.waiters.isEmpty else { return }
         fetches[fetchID] = nil
         if joinableFetches[fetch.key] == fetchID { joinableFetches[fetch.key] = nil }
         fetch.task?.cancel()

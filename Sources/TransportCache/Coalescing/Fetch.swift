@@ -4,7 +4,10 @@ import FoundationNetworking
 #endif
 
 /// One origin fetch and the callers waiting for it.
-struct Fetch {
+///
+/// A class, so that adding the ten-thousandth waiter mutates its table in place instead of
+/// copying a struct that holds it (which made joins quadratic).
+final class Fetch {
     let key: CacheKey
     /// The request that started it; the one sent to the origin.
     let request: URLRequest
@@ -16,6 +19,13 @@ struct Fetch {
     var storesResult = true
     var waiters: [Int: Waiter]
     var task: Task<Void, Never>?
+
+    init(key: CacheKey, request: URLRequest, isReload: Bool, waiters: [Int: Waiter]) {
+        self.key = key
+        self.request = request
+        self.isReload = isReload
+        self.waiters = waiters
+    }
 }
 
 /// A caller suspended until a fetch answers.
