@@ -49,7 +49,7 @@ extension CachedTransport {
 
     private func enqueue(_ waiter: Waiter, key: CacheKey, isReload: Bool) {
         if let fetchID = joinableFetches[key], let fetch = fetches[fetchID], !isReload || fetch.isReload {
-            fetch.waiters[waiter.id] = waiter
+            fetch.add(waiter)
             waiterLocations[waiter.id] = fetchID
             store.record { $0.coalescedJoins += 1 }
             return
@@ -63,7 +63,7 @@ extension CachedTransport {
         let outgoing = waiter.request
         joinableFetches[key] = fetchID
         waiterLocations[waiter.id] = fetchID
-        let fetch = Fetch(key: key, request: outgoing, isReload: isReload, waiters: [waiter.id: waiter])
+        let fetch = Fetch(key: key, request: outgoing, isReload: isReload, first: waiter)
         fetches[fetchID] = fetch
         store.record { $0.networkFetches += 1 }
         let loader = self.loader
@@ -83,10 +83,11 @@ extension CachedTransport {
         // Gone when every caller left: the answer of a cancelled fetch is dropped.
         guard let fetch = fetches.removeValue(forKey: fetchID) else { return }
         if joinableFetches[fetch.key] == fetchID { joinableFetches[fetch.key] = nil }
-        for waiterID in fetch.waiters.keys { waiterLocations[waiterID] = nil }
+        let waiters = fetch.waiters
+        for waiter in waiters { waiterLocations[waiter.id] = nil }
         switch result {
         case .failure(let error):
-            for waiter in fetch.waiters.values {
+            for waiter in waiters {
                 if let stale = staleAnswer(for: fetch.key, request: waiter.request, after: error) {
                     waiter.continuation.resume(returning: stale)
                 } else {
@@ -99,7 +100,7 @@ extension CachedTransport {
             let vary = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Vary")
                 .map(MemoryURLCache.varyNames) ?? []
             let leaderHeaders = fetch.request.allHTTPHeaderFields
-            for waiter in fetch.waiters.values {
+            for waiter in waiters {
                 if vary.isEmpty || vary.contains("*")
                     || Self.sameValues(of: vary, in: waiter.request.allHTTPHeaderFields, and: leaderHeaders) {
                     waiter.continuation.resume(returning: (data, response))
@@ -180,10 +181,10 @@ extension CachedTransport {
     /// Releases a cancelled caller at once; cancels the fetch when it was the last one waiting.
     private func cancelWaiter(_ waiterID: Int) {
         guard let fetchID = waiterLocations.removeValue(forKey: waiterID), let fetch = fetches[fetchID],
-              let waiter = fetch.waiters.removeValue(forKey: waiterID)
+              let waiter = fetch.remove(waiterID)
         else { return }
         waiter.continuation.resume(throwing: CancellationError())
-        guard fetch.waiters.isEmpty else { return }
+        guard !fetch.hasWaiters else { return }
         fetches[fetchID] = nil
         if joinableFetches[fetch.key] == fetchID { joinableFetches[fetch.key] = nil }
         fetch.task?.cancel()

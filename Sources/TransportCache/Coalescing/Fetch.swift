@@ -17,15 +17,37 @@ final class Fetch {
     /// Cleared when the key is invalidated or a newer reload starts while this fetch is in flight:
     /// its answer still reaches its callers but is not written into the store.
     var storesResult = true
-    var waiters: [Int: Waiter]
     var task: Task<Void, Never>?
 
-    init(key: CacheKey, request: URLRequest, isReload: Bool, waiters: [Int: Waiter]) {
+    /// Waiters in the order they joined, with a hole where one left. Callers are resumed in that
+    /// order: the Swift runtime removes a finished child from its task group by walking a list,
+    /// so resuming ten thousand callers in hash order made the callers' own task group quadratic.
+    private var ordered: [Waiter?] = []
+    private var positions: [Int: Int] = [:]
+
+    init(key: CacheKey, request: URLRequest, isReload: Bool, first: Waiter) {
         self.key = key
         self.request = request
         self.isReload = isReload
-        self.waiters = waiters
+        add(first)
     }
+
+    func add(_ waiter: Waiter) {
+        positions[waiter.id] = ordered.count
+        ordered.append(waiter)
+    }
+
+    /// Removes and returns the waiter `id`. - Complexity: O(1).
+    func remove(_ id: Int) -> Waiter? {
+        guard let position = positions.removeValue(forKey: id) else { return nil }
+        defer { ordered[position] = nil }
+        return ordered[position]
+    }
+
+    var hasWaiters: Bool { !positions.isEmpty }
+
+    /// The waiters still attached, in the order they joined.
+    var waiters: [Waiter] { ordered.compactMap { $0 } }
 }
 
 /// A caller suspended until a fetch answers.
