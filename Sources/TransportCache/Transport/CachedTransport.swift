@@ -54,10 +54,7 @@ public actor CachedTransport {
 
     /// Makes a transport with its own URLSession and memory store.
     public init(configuration: Configuration = .init()) {
-        self.init(configuration: configuration, loader: URLSessionLoader(
-            configuration: configuration.sessionConfiguration,
-            cacheOverride: configuration.cacheOverride
-        ))
+        self.init(configuration: configuration, loader: URLSessionLoader(configuration: configuration.sessionConfiguration))
     }
 
     init(

@@ -26,8 +26,8 @@ import FoundationNetworking
 /// ## Platforms
 /// On Apple platforms the session's own `URLCache` then stores the rewritten responses. On Linux,
 /// URLSession never writes into a `URLCache`, so the protocol alone caches nothing there: it gives
-/// rewritten headers to whoever does the caching, such as ``CachedTransport``, whose fetches take
-/// this path.
+/// rewritten headers to whoever does the caching. ``CachedTransport`` applies the same
+/// ``CacheOverride`` rule to its own fetches.
 open class CacheOverrideURLProtocol: URLProtocol {
     /// What this class rewrites. Override in a subclass to narrow it or change the age.
     open class var cacheOverride: CacheOverride { CacheOverride() }
@@ -53,16 +53,10 @@ open class CacheOverrideURLProtocol: URLProtocol {
         return configuration
     }
 
-    /// The override for `request`, or nil to leave it alone. The transport's own subclass picks
-    /// its transport's settings here.
+    /// The override and the inner session for `request`, or nil to leave it alone.
     class func route(for request: URLRequest) -> (override: CacheOverride?, session: URLSession)? {
         guard let url = request.url, cacheOverride.applies(to: url) else { return nil }
         return (cacheOverride, sharedInnerSession)
-    }
-
-    /// The request sent by the inner session.
-    class func outgoingRequest(for request: URLRequest) -> URLRequest {
-        request
     }
 
     open override class func canInit(with request: URLRequest) -> Bool {
@@ -79,7 +73,7 @@ open class CacheOverrideURLProtocol: URLProtocol {
             finish(data: nil, response: nil, error: URLError(.unsupportedURL))
             return
         }
-        var outgoingRequest = Self.outgoingRequest(for: request)
+        var outgoingRequest = request
         outgoingRequest.cachePolicy = .reloadIgnoringLocalCacheData
         let outgoing = outgoingRequest
         // Creating or resuming a task inside `startLoading()` waits on the session's work queue,
