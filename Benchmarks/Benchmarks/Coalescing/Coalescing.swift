@@ -1,0 +1,99 @@
+import Benchmark
+import BenchmarkSupport
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import LoopbackOrigin
+import TransportCache
+
+// N identical GETs started at once against an origin that answers in 50 ms. Each iteration asks
+// for a new URL, so nothing is stored before it starts. The custom metric `originHits` counts the
+// requests that reached the origin.
+
+private let origin = Shared<LoopbackOrigin>()
+private let run = Shared<Int>()
+private let originLatencyMilliseconds = 50
+
+private func nextURL(_ label: String) -> URL {
+    run.value += 1
+    return origin.value.baseURL.appendingPathComponent("coalesce").appending(queryItems: [
+        URLQueryItem(name: "delay", value: String(originLatencyMilliseconds)),
+        URLQueryItem(name: "run", value: "\(label)-\(run.value)"),
+    ])
+}
+
+private func start() async throws {
+    origin.value = try await LoopbackOrigin.start()
+    run.value = 0
+}
+
+private func stop() async throws {
+    await origin.value.stop()
+    origin.clear()
+}
+
+/// Starts `count` identical requests at once with `load` and waits for all of them.
+private func concurrently(
+    _ count: Int,
+    _ load: @escaping @Sendable () async throws -> Void
+) async throws {
+    try await Task.detached {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<count { group.addTask { try await load() } }
+            try await group.waitForAll()
+        }
+    }.value
+}
+
+let benchmarks: @Sendable () -> Void = {
+    let sizes = isSmokeRun ? [10, 100] : [10, 1_000, 10_000]
+    for size in sizes {
+        Benchmark(
+            "Coalescing: \(size) identical GETs, CachedTransport",
+            configuration: .init(
+                metrics: [.wallClock, .custom("originHits")],
+                maxDuration: .seconds(isSmokeRun ? 1 : 10),
+                maxIterations: isSmokeRun ? 2 : 20
+            )
+        ) { benchmark in
+            let transport = CachedTransport()
+            let url = nextURL("cached-\(size)")
+            let before = await origin.value.hits(path: "/coalesce")
+            benchmark.startMeasurement()
+            try await concurrently(size) { _ = try await transport.data(from: url) }
+            benchmark.stopMeasurement()
+            benchmark.measurement(.custom("originHits"), await origin.value.hits(path: "/coalesce") - before)
+        } setup: {
+            try await start()
+        } teardown: {
+            try await stop()
+        }
+    }
+
+    // A plain URLSession makes one origin fetch per request, at most six at a time per host, so
+    // 10,000 would take minutes per iteration; it is measured at the smaller sizes.
+    for size in sizes.filter({ $0 <= 1_000 }) {
+        Benchmark(
+            "Coalescing: \(size) identical GETs, URLSession + URLCache",
+            configuration: .init(
+                metrics: [.wallClock, .custom("originHits")],
+                maxDuration: .seconds(isSmokeRun ? 1 : 20),
+                maxIterations: isSmokeRun ? 1 : 5
+            )
+        ) { benchmark in
+            let (session, _) = plainSession()
+            defer { session.invalidateAndCancel() }
+            let url = nextURL("plain-\(size)")
+            let before = await origin.value.hits(path: "/coalesce")
+            benchmark.startMeasurement()
+            try await concurrently(size) { _ = try await session.data(from: url) }
+            benchmark.stopMeasurement()
+            benchmark.measurement(.custom("originHits"), await origin.value.hits(path: "/coalesce") - before)
+        } setup: {
+            try await start()
+        } teardown: {
+            try await stop()
+        }
+    }
+}

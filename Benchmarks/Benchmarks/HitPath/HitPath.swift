@@ -1,0 +1,133 @@
+import Benchmark
+import BenchmarkSupport
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import LoopbackOrigin
+import TransportCache
+
+// Every figure is measured inside a detached task: off the main actor, as an app's view model
+// would call from a task, since a hop to the main queue (about 10 us on Linux) would hide the
+// transport's own cost.
+
+private let origin = Shared<LoopbackOrigin>()
+private let transport = Shared<CachedTransport>()
+private let hotRequests = Shared<[URLRequest]>()
+private let plain = Shared<URLSession>()
+
+private let keyCount = 1_000
+
+private func startOrigin() async throws {
+    let started = try await LoopbackOrigin.start()
+    origin.value = started
+    let cached = CachedTransport()
+    let all = requests(on: started, count: keyCount)
+    try await prime(cached, with: all)
+    transport.value = cached
+    hotRequests.value = all
+}
+
+private func stopOrigin() async throws {
+    await origin.value.stop()
+    origin.clear()
+    transport.clear()
+}
+
+let benchmarks: @Sendable () -> Void = {
+    let perHit = Benchmark.Configuration(
+        metrics: [.wallClock, .mallocCountTotal, .instructions],
+        scalingFactor: .kilo,
+        maxDuration: .seconds(isSmokeRun ? 1 : 5),
+        maxIterations: isSmokeRun ? 5 : 2_000
+    )
+
+    Benchmark("Hit: CachedTransport.data(for:)", configuration: perHit) { benchmark in
+        let request = hotRequests.value[7]
+        let transport = transport.value
+        let iterations = benchmark.scaledIterations
+        benchmark.startMeasurement()
+        try await Task.detached {
+            for _ in iterations { blackHole(try await transport.data(for: request)) }
+        }.value
+        benchmark.stopMeasurement()
+    } setup: {
+        try await startOrigin()
+    } teardown: {
+        try await stopOrigin()
+    }
+
+    Benchmark("Hit: Dictionary<String, Data> lookup", configuration: perHit) { benchmark in
+        let keys = hotRequests.value.map { $0.url!.absoluteString }
+        var dictionary: [String: Data] = [:]
+        for key in keys { dictionary[key] = Data(count: 64) }
+        let key = keys[7]
+        let table = dictionary
+        let iterations = benchmark.scaledIterations
+        benchmark.startMeasurement()
+        await Task.detached {
+            for _ in iterations { blackHole(table[key]) }
+        }.value
+        benchmark.stopMeasurement()
+    } setup: {
+        try await startOrigin()
+    } teardown: {
+        try await stopOrigin()
+    }
+
+    Benchmark(
+        "Hit: URLSession.data(for:) from URLCache",
+        configuration: .init(
+            metrics: [.wallClock, .mallocCountTotal],
+            maxDuration: .seconds(isSmokeRun ? 1 : 5),
+            maxIterations: isSmokeRun ? 20 : 5_000
+        )
+    ) { benchmark in
+        let request = hotRequests.value[7]
+        let session = plain.value
+        try await Task.detached { blackHole(try await session.data(for: request)) }.value
+    } setup: {
+        try await startOrigin()
+        let (session, cache) = plainSession()
+        // URLSession on Linux never writes into its URLCache: store the answer by hand, as the
+        // URLCache approach would have it stored on Apple platforms.
+        let request = hotRequests.value[7]
+        let (data, response) = try await transport.value.data(for: request)
+        cache.storeCachedResponse(CachedURLResponse(response: response, data: data), for: request)
+        plain.value = session
+    } teardown: {
+        plain.value.invalidateAndCancel()
+        try await stopOrigin()
+    }
+
+    Benchmark(
+        "Hit throughput: 64 tasks x 1,000 keys",
+        configuration: .init(
+            metrics: [.wallClock],
+            maxDuration: .seconds(isSmokeRun ? 1 : 10),
+            maxIterations: isSmokeRun ? 3 : 20
+        )
+    ) { benchmark in
+        // One iteration: 64 tasks, each doing 1,000 hits spread over the 1,000 keys.
+        let requests = hotRequests.value
+        let transport = transport.value
+        benchmark.startMeasurement()
+        try await Task.detached {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for task in 0..<64 {
+                    group.addTask {
+                        for index in 0..<1_000 {
+                            blackHole(try await transport.data(for: requests[(index &* 7 &+ task) % requests.count]))
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }.value
+        benchmark.stopMeasurement()
+    } setup: {
+        try await startOrigin()
+    } teardown: {
+        try await stopOrigin()
+    }
+}

@@ -1,0 +1,35 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "TransportCacheBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "TransportCache", path: ".."),
+        .package(name: "TransportCacheExamples", path: "../Examples"),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        .target(
+            name: "BenchmarkSupport",
+            dependencies: [
+                .product(name: "TransportCache", package: "TransportCache"),
+                .product(name: "LoopbackOrigin", package: "TransportCacheExamples"),
+            ],
+            path: "Sources/BenchmarkSupport"
+        ),
+    ] + ["HitPath", "Coalescing", "Storage", "ChangeFanOut"].map { suite in
+        .executableTarget(
+            name: suite,
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "TransportCache", package: "TransportCache"),
+                .product(name: "LoopbackOrigin", package: "TransportCacheExamples"),
+            ],
+            path: "Benchmarks/\(suite)",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        )
+    },
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,68 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import LoopbackOrigin
+import TransportCache
+
+/// True for the short pass CI runs (`BENCHMARK_SMOKE=1`): smaller sizes, so the benchmarks are
+/// built and exercised without a full measurement.
+public let isSmokeRun = ProcessInfo.processInfo.environment["BENCHMARK_SMOKE"] != nil
+
+/// A value set by a benchmark's setup and read by its iterations.
+public final class Shared<Value>: @unchecked Sendable {
+    // `@unchecked`: every access goes through `lock`.
+    private let lock = NSLock()
+    private var stored: Value?
+
+    public init() {}
+
+    public var value: Value {
+        get { lock.withLock { stored! } }
+        set { lock.withLock { stored = newValue } }
+    }
+
+    public func clear() {
+        lock.withLock { stored = nil }
+    }
+}
+
+/// GET requests for `count` distinct keys on `origin`.
+public func requests(on origin: LoopbackOrigin, count: Int, path: String = "/items") -> [URLRequest] {
+    (0..<count).map { URLRequest(url: origin.baseURL.appendingPathComponent(path).appending(queryItems: [URLQueryItem(name: "id", value: String($0))])) }
+}
+
+/// Fetches every request once, `width` at a time, so they are stored.
+public func prime(_ transport: CachedTransport, with requests: [URLRequest], width: Int = 6) async throws {
+    var next = 0
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for _ in 0..<width {
+            group.addTask {}
+        }
+        while try await group.next() != nil, next < requests.count {
+            let request = requests[next]
+            next += 1
+            group.addTask { _ = try await transport.data(for: request) }
+        }
+        try await group.waitForAll()
+    }
+}
+
+/// A plain URLSession with a memory-only URLCache and the `returnCacheDataElseLoad` policy: the
+/// usual answer, for comparison.
+public func plainSession(memoryCapacity: Int = 64 * 1024 * 1024) -> (URLSession, URLCache) {
+    let cache = URLCache(memoryCapacity: memoryCapacity, diskCapacity: 0, diskPath: nil)
+    let configuration = URLSessionConfiguration.ephemeral
+    configuration.urlCache = cache
+    configuration.requestCachePolicy = .returnCacheDataElseLoad
+    return (URLSession(configuration: configuration), cache)
+}
+
+/// The process's resident memory in bytes (Linux: `/proc/self/statm`; elsewhere 0). Coarse (pages),
+/// which is fine for the growth of tens of thousands of entries.
+public func residentBytes() -> Int {
+    guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let fields = statm.split(separator: " ")
+    guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+}

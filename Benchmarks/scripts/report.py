@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Turns one run of the benchmarks (markdown from the benchmark plugin) into the README's results
+table and a chart.
+
+    swift package --package-path Benchmarks --allow-writing-to-package-directory \
+        benchmark --format markdown --path stdout > run.md
+    python3 Benchmarks/scripts/report.py run.md            # prints the table, writes results.svg
+
+Each figure is set beside its baseline from the same run; the ratio is what the goal is about,
+because the machines are shared and absolute figures move.
+"""
+import re
+import sys
+from pathlib import Path
+
+UNIT_SCALE = {"ns": 1e-9, "μs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def parse(text):
+    """{benchmark name: {metric label: (p50, unit)}} from the plugin's markdown."""
+    results, current = {}, None
+    for line in text.splitlines():
+        if line.startswith("### "):
+            current = line[4:].strip()
+            results[current] = {}
+        elif current and line.startswith("| ") and not line.startswith("| Metric"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) < 4:
+                continue
+            label = cells[0].rstrip(" *")
+            unit = re.search(r"\((ns|μs|us|ms|s)\)$", label)
+            value = float(cells[3].replace(",", ""))
+            magnitude = re.search(r" \((K|M)\)$", label)
+            if magnitude:
+                value *= 1e3 if magnitude.group(1) == "K" else 1e6
+                label = label[: magnitude.start()]
+            results[current][label] = (value, unit.group(1) if unit else None)
+    return results
+
+
+def seconds(results, name, label_prefix="Time (wall clock)"):
+    for label, (value, unit) in results.get(name, {}).items():
+        if label.startswith(label_prefix) and unit:
+            return value * UNIT_SCALE[unit]
+    return None
+
+
+def metric(results, name, label):
+    for found, (value, _) in results.get(name, {}).items():
+        if found.startswith(label):
+            return value
+    return None
+
+
+def fmt_time(value):
+    if value is None:
+        return "—"
+    if value < 1e-6:
+        return f"{value * 1e9:.0f} ns"
+    if value < 1e-3:
+        return f"{value * 1e6:.1f} µs"
+    if value < 1:
+        return f"{value * 1e3:.1f} ms"
+    return f"{value:.2f} s"
+
+
+def rows(results):
+    """(what, figure, baseline, ratio, goal, met, progress toward the goal 0..) for the table."""
+    out = []
+    hit = seconds(results, "Hit: CachedTransport.data(for:)")
+    session = seconds(results, "Hit: URLSession.data(for:) from URLCache")
+    dictionary = seconds(results, "Hit: Dictionary<String, Data> lookup")
+    if hit and session:
+        ratio = session / hit
+        out.append(("Hit latency p50", fmt_time(hit), f"URLSession from URLCache {fmt_time(session)}",
+                    f"{ratio:.0f}× faster", "≤ 1 µs, ≥ 100× faster", hit <= 1e-6 and ratio >= 100,
+                    max(hit / 1e-6, 100 / ratio)))
+    if hit and dictionary:
+        ratio = hit / dictionary
+        out.append(("Hit vs the physical limit", fmt_time(hit), f"Dictionary<String, Data> {fmt_time(dictionary)}",
+                    f"{ratio:.1f}×", "within 10×", ratio <= 10, ratio / 10))
+    mallocs = metric(results, "Hit: CachedTransport.data(for:)", "Malloc (total)")
+    session_mallocs = metric(results, "Hit: URLSession.data(for:) from URLCache", "Malloc (total)")
+    if mallocs is not None:
+        out.append(("Allocations per hit", f"{mallocs:.0f}",
+                    f"URLSession from URLCache {session_mallocs:.0f}" if session_mallocs is not None else "—",
+                    "—", "≤ 4", mallocs <= 4, mallocs / 4))
+    origin_latency = 0.050
+    for name in sorted(results):
+        found = re.match(r"Coalescing: ([\d,]+) identical GETs, CachedTransport", name)
+        if not found:
+            continue
+        size = found.group(1)
+        wall = seconds(results, name)
+        hits = metric(results, name, "originHits")
+        plain = f"Coalescing: {size} identical GETs, URLSession + URLCache"
+        plain_wall, plain_hits = seconds(results, plain), metric(results, plain, "originHits")
+        baseline = (f"URLSession + URLCache: {plain_hits:.0f} origin hits, {fmt_time(plain_wall)}"
+                    if plain_hits is not None else "URLSession + URLCache: one hit per request (not run at this size)")
+        within = wall is not None and wall <= origin_latency + 0.020
+        out.append((f"{size} identical concurrent GETs (50 ms origin)",
+                    f"{hits:.0f} origin hit, {fmt_time(wall)}", baseline,
+                    f"{plain_hits / hits:.0f}× fewer hits" if plain_hits else "—",
+                    "1 origin hit, ≤ 70 ms", hits == 1 and within,
+                    wall / (origin_latency + 0.020) if hits == 1 else hits))
+    throughput_wall = seconds(results, "Hit throughput: 64 tasks x 1,000 keys")
+    if throughput_wall:
+        rate = 64_000 / throughput_wall
+        out.append(("Hit throughput, 64 tasks, 1,000 keys, 2 cores", f"{rate / 1e6:.2f} M hits/s", "—", "—",
+                    "≥ 1 M hits/s", rate >= 1e6, 1e6 / rate))
+    overhead = metric(results, "Storage: memory per stored entry beyond the body", "overheadBytesPerEntry")
+    if overhead is not None:
+        out.append(("Memory per stored entry beyond the body", f"{overhead:.0f} B", "—", "—", "≤ 512 B",
+                    overhead <= 512, overhead / 512))
+    for name in results:
+        if name.startswith("Storage: byte budget under"):
+            held = metric(results, name, "bytesHeldPercentOfCapacity")
+            evictions = metric(results, name, "evictions")
+            keys = name.split("under ")[1]
+            out.append((f"Byte budget under {keys}", f"{held:.0f} % of capacity held, {evictions:.0f} evictions",
+                        "—", "—", "≤ 100 %", held <= 100, held / 100))
+    fan_out = seconds(results, "Fan-out: one invalidation to 1000 subscribers")
+    if fan_out is not None:
+        out.append(("Invalidation fan-out to 1,000 subscribers", fmt_time(fan_out), "—", "—", "≤ 5 ms",
+                    fan_out <= 0.005, fan_out / 0.005))
+    return out
+
+
+def table(out):
+    lines = ["| what | figure | baseline in the same run | ratio | goal | met |",
+             "|---|---|---|---|---|---|"]
+    for what, figure, baseline, ratio, goal, met, _ in out:
+        lines.append(f"| {what} | {figure} | {baseline} | {ratio} | {goal} | {'yes' if met else 'no'} |")
+    return "\n".join(lines)
+
+
+def chart(out, path):
+    """Bars of each figure as a share of its goal's limit: under the line is within the goal."""
+    width, bar_height, left, top = 760, 22, 330, 40
+    height = top + len(out) * (bar_height + 8) + 30
+    scale = (width - left - 40) / 2.0  # the axis runs to 200 % of the limit
+    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">',
+           f'<rect width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{left}" y="20" font-size="13">Each figure as a share of its goal (the line is the goal)</text>']
+    for index, (what, figure, _, _, _, met, progress) in enumerate(out):
+        y = top + index * (bar_height + 8)
+        length = max(2, min(progress, 2.0) * scale)
+        color = "#3a7d44" if met else "#b03a2e"
+        svg.append(f'<text x="{left - 8}" y="{y + 15}" text-anchor="end">{what[:48]}</text>')
+        svg.append(f'<rect x="{left}" y="{y}" width="{length:.1f}" height="{bar_height}" fill="{color}"/>')
+        svg.append(f'<text x="{left + length + 6:.1f}" y="{y + 15}">{figure}</text>')
+    goal_x = left + scale
+    svg.append(f'<line x1="{goal_x}" y1="{top - 6}" x2="{goal_x}" y2="{height - 24}" stroke="black" stroke-dasharray="4 3"/>')
+    svg.append(f'<text x="{goal_x}" y="{height - 8}" text-anchor="middle">goal</text>')
+    svg.append("</svg>")
+    Path(path).write_text("\n".join(svg) + "\n")
+
+
+def main():
+    source = Path(sys.argv[1]).read_text() if len(sys.argv) > 1 else sys.stdin.read()
+    out = rows(parse(source))
+    if not out:
+        sys.exit("no benchmark results found")
+    print(table(out))
+    chart(out, Path(__file__).resolve().parent.parent / "results.svg")
+
+
+if __name__ == "__main__":
+    main()
