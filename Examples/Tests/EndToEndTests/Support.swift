@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import LoopbackOrigin
 import Testing
+import TransportCache
 
 /// Runs `body` with a fresh origin, and stops the origin afterwards whatever happens.
 func withOrigin(_ body: (LoopbackOrigin) async throws -> Void) async throws {
@@ -61,4 +62,22 @@ func load(_ request: URLRequest, with session: URLSession) async -> (Data?, URLR
             continuation.resume(returning: (data, response, error))
         }.resume()
     }
+}
+
+/// Closes the origin's gate, starts `count` callers of `pathAndQuery` (which must carry `gate=1`),
+/// and returns their tasks once the one fetch has reached the origin and every other caller has
+/// joined it.
+func startHeldCallers(
+    _ count: Int,
+    of pathAndQuery: String,
+    on transport: CachedTransport,
+    origin: LoopbackOrigin
+) async -> [Task<(Data, URLResponse), any Error>] {
+    await origin.closeGate()
+    let url = origin.url(pathAndQuery)
+    let joinsBefore = transport.statistics.coalescedJoins
+    let tasks = (0..<count).map { _ in Task { try await transport.data(from: url) } }
+    await origin.waitForHits(pathAndQuery, count: 1)
+    await waitUntil { transport.statistics.coalescedJoins - joinsBefore == count - 1 }
+    return tasks
 }

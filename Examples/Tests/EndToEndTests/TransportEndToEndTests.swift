@@ -13,10 +13,7 @@ struct TransportEndToEndTests {
         try await withOrigin { origin in
             let transport = CachedTransport()
             let url = origin.url("/items?gate=1")
-            await origin.closeGate()
-            let tasks = (0..<1_000).map { _ in Task { try await transport.data(from: url) } }
-            await origin.waitForHits("/items?gate=1", count: 1)
-            await waitUntil { transport.statistics.coalescedJoins == 999 }
+            let tasks = await startHeldCallers(1_000, of: "/items?gate=1", on: transport, origin: origin)
             await origin.openGate()
             var bodies = Set<Data>()
             for task in tasks { bodies.insert(try await task.value.0) }
@@ -67,14 +64,11 @@ struct TransportEndToEndTests {
     func someCancelled() async throws {
         try await withOrigin { origin in
             let transport = CachedTransport()
-            let url = origin.url("/slow?gate=1")
-            await origin.closeGate()
-            let tasks = (0..<10).map { _ in Task { try await transport.data(from: url) } }
-            await origin.waitForHits("/slow?gate=1", count: 1)
-            await waitUntil { transport.statistics.coalescedJoins == 9 }
+            let tasks = await startHeldCallers(10, of: "/slow?gate=1", on: transport, origin: origin)
             for task in tasks.dropLast() { task.cancel() }
             for task in tasks.dropLast() {
-                #expect(await thrownError { try await task.value } is CancellationError)
+                let error = await thrownError { try await task.value }
+                #expect(error is CancellationError)
             }
             await origin.openGate()
             let last = try await tasks.last!.value.0
@@ -88,13 +82,11 @@ struct TransportEndToEndTests {
         try await withOrigin { origin in
             let transport = CachedTransport()
             let url = origin.url("/slow?gate=1")
-            await origin.closeGate()
-            let tasks = (0..<10).map { _ in Task { try await transport.data(from: url) } }
-            await origin.waitForHits("/slow?gate=1", count: 1)
-            await waitUntil { transport.statistics.coalescedJoins == 9 }
+            let tasks = await startHeldCallers(10, of: "/slow?gate=1", on: transport, origin: origin)
             for task in tasks { task.cancel() }
             for task in tasks {
-                #expect(await thrownError { try await task.value } is CancellationError)
+                let error = await thrownError { try await task.value }
+                #expect(error is CancellationError)
             }
             await origin.openGate()
             let (data, _) = try await transport.data(from: url)
@@ -108,13 +100,11 @@ struct TransportEndToEndTests {
         try await withOrigin { origin in
             let transport = CachedTransport()
             let url = origin.url("/broken?drop=1&gate=1")
-            await origin.closeGate()
-            let tasks = (0..<5).map { _ in Task { try await transport.data(from: url) } }
-            await origin.waitForHits("/broken?drop=1&gate=1", count: 1)
-            await waitUntil { transport.statistics.coalescedJoins == 4 }
+            let tasks = await startHeldCallers(5, of: "/broken?drop=1&gate=1", on: transport, origin: origin)
             await origin.openGate()
             for task in tasks {
-                #expect(await thrownError { try await task.value } is URLError)
+                let error = await thrownError { try await task.value }
+                #expect(error is URLError)
             }
             #expect(transport.statistics.stores == 0)
             _ = await thrownError { try await transport.data(from: url) }
