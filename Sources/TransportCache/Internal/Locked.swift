@@ -7,14 +7,15 @@ import Glibc
 ///
 /// `Synchronization.Mutex` would be the natural choice, but on Linux its lock is invisible to
 /// ThreadSanitizer, which then reports every guarded access as a race and would hide real ones
-/// among them. `NSLock` is a pthread mutex there, which the sanitizer understands, and measured no
-/// slower on the hit path. It also keeps the package available before iOS 18 and macOS 15.
+/// among them. On Linux this is an adaptive pthread mutex, which the sanitizer understands and which
+/// spins briefly before sleeping (see `init`); elsewhere an `NSLock`. It also keeps the package
+/// available before iOS 18 and macOS 15.
 ///
 /// The value lives behind a pointer allocated once rather than in a stored `var`: the lock already
 /// makes access exclusive, and a class property would add a dynamic exclusivity check (a
 /// thread-local lookup) to every access on the hit path.
 final class Locked<Value: Sendable>: @unchecked Sendable {
-    // `@unchecked`: `value` is only read or written inside `withLock`, while `lock` is held.
+    // `@unchecked`: `value` is only read or written inside `withLock`, while the lock is held.
     #if canImport(Glibc)
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     #else
