@@ -26,15 +26,32 @@ import FoundationNetworking
 /// ## Platforms
 /// On Apple platforms the session's own `URLCache` then stores the rewritten responses. On Linux,
 /// URLSession never writes into a `URLCache`, so the protocol alone caches nothing there: it gives
-/// rewritten headers to whoever does the caching. ``CachedTransport`` applies the same
-/// ``CacheOverride`` rule to its own fetches.
+/// rewritten headers to whoever does the caching, such as ``CachedTransport``, whose fetches take
+/// this path.
 open class CacheOverrideURLProtocol: URLProtocol {
     /// What this class rewrites. Override in a subclass to narrow it or change the age.
     open class var cacheOverride: CacheOverride { CacheOverride() }
 
-    private struct Loading: Sendable {
-        var stopped = false
-        var task: URLSessionDataTask?
+    /// Where one loading stands. `generation` tells a current inner fetch from one a
+    /// `stopLoading()` abandoned (a suspended task restarts with a new one).
+    private enum Phase {
+        case idle
+        case fetching(generation: Int, task: URLSessionDataTask?)
+        /// The inner fetch ended; waiting to hand the outcome to the client on the session's queue.
+        case finished(Outcome)
+        case stopped
+        case delivered
+    }
+
+    private struct Outcome {
+        var data: Data?
+        var response: URLResponse?
+        var error: (any Error)?
+    }
+
+    private struct Loading {
+        var phase = Phase.idle
+        var generation = 0
     }
 
     private let loading = Locked(Loading())
@@ -53,10 +70,16 @@ open class CacheOverrideURLProtocol: URLProtocol {
         return configuration
     }
 
-    /// The override and the inner session for `request`, or nil to leave it alone.
+    /// The override and the inner session for `request`, or nil to leave it alone. The
+    /// transport's own subclass picks its transport's settings here.
     class func route(for request: URLRequest) -> (override: CacheOverride?, session: URLSession)? {
         guard let url = request.url, cacheOverride.applies(to: url) else { return nil }
         return (cacheOverride, sharedInnerSession)
+    }
+
+    /// The request the inner session sends for `request`.
+    class func outgoingRequest(for request: URLRequest) -> URLRequest {
+        request
     }
 
     open override class func canInit(with request: URLRequest) -> Bool {
@@ -68,12 +91,35 @@ open class CacheOverrideURLProtocol: URLProtocol {
     }
 
     open override func startLoading() {
+        enum Step { case fetch(generation: Int), deliver, ignore }
+        let step = loading.withLock { loading -> Step in
+            switch loading.phase {
+            case .idle, .stopped:
+                loading.generation += 1
+                loading.phase = .fetching(generation: loading.generation, task: nil)
+                return .fetch(generation: loading.generation)
+            case .finished:
+                return .deliver
+            case .fetching, .delivered:
+                return .ignore
+            }
+        }
+        switch step {
+        case .fetch(let generation): fetch(generation: generation)
+        case .deliver: deliver()
+        case .ignore: break
+        }
+    }
+
+    /// Starts the inner fetch of `request` for loading `generation`.
+    private func fetch(generation: Int) {
         let request = self.request
         guard let route = Self.route(for: request) else {
-            finish(data: nil, response: nil, error: URLError(.unsupportedURL))
+            loading.withLock { $0.phase = .finished(Outcome(error: URLError(.unsupportedURL))) }
+            deliver()
             return
         }
-        var outgoingRequest = request
+        var outgoingRequest = Self.outgoingRequest(for: request)
         outgoingRequest.cachePolicy = .reloadIgnoringLocalCacheData
         let outgoing = outgoingRequest
         // Creating or resuming a task inside `startLoading()` waits on the session's work queue,
@@ -88,17 +134,43 @@ open class CacheOverrideURLProtocol: URLProtocol {
                 outgoing.httpBody = Self.read(stream)
             }
             let task = route.session.dataTask(with: outgoing) { data, response, error in
-                instance.value.finish(data: data, response: response, error: error, override: route.override)
+                var response = response
+                if let http = response as? HTTPURLResponse, let override = route.override,
+                   let url = http.url, override.applies(to: url) {
+                    response = override.rewritten(http)
+                }
+                instance.value.fetched(Outcome(data: data, response: response, error: error), generation: generation)
             }
             let start = instance.value.loading.withLock { loading in
-                guard !loading.stopped else { return false }
-                loading.task = task
+                guard case .fetching(generation, nil) = loading.phase else { return false }
+                loading.phase = .fetching(generation: generation, task: task)
                 return true
             }
             if start { task.resume() }
         }
     }
 
+    /// Takes the outcome of inner fetch `generation` and has it delivered to the client.
+    private func fetched(_ outcome: Outcome, generation: Int) {
+        let current = loading.withLock { loading in
+            guard case .fetching(generation, _) = loading.phase else { return false }
+            loading.phase = .finished(outcome)
+            return true
+        }
+        guard current else { return }
+        #if canImport(FoundationNetworking)
+        // swift-corelibs-foundation reads its task registry in every client call without a lock,
+        // expecting to run on the session's work queue; called from here (the inner session's
+        // delegate queue) that read races with other tasks being added and removed, and crashed.
+        // `resume()` on a running task makes corelibs call `startLoading()` again on that queue,
+        // where the outcome is delivered.
+        if let task, task.state == .running {
+            task.resume()
+            return
+        }
+        #endif
+        deliver()
+    }
     /// Every byte of `stream`.
     static func read(_ stream: InputStream) -> Data {
         var data = Data()
@@ -114,10 +186,10 @@ open class CacheOverrideURLProtocol: URLProtocol {
     }
 
     open override func stopLoading() {
-        let task = loading.withLock { loading in
-            loading.stopped = true
-            defer { loading.task = nil }
-            return loading.task
+        let task = loading.withLock { loading -> URLSessionDataTask? in
+            defer { loading.phase = .stopped }
+            if case .fetching(_, let task) = loading.phase { return task }
+            return nil
         }
         // `cancel()` waits on a session queue; this runs on one.
         if let task { DispatchQueue.global().async { task.cancel() } }
@@ -125,26 +197,22 @@ open class CacheOverrideURLProtocol: URLProtocol {
 
     /// Tells the client how the inner fetch ended, unless loading was stopped. The lock is held
     /// across the client calls so that `stopLoading()` cannot slip in between them.
-    private func finish(data: Data?, response: URLResponse?, error: (any Error)?, override: CacheOverride? = nil) {
+    private func deliver() {
         loading.withLock { loading in
-            guard !loading.stopped else { return }
-            loading.stopped = true
-            loading.task = nil
+            guard case .finished(let outcome) = loading.phase else { return }
+            loading.phase = .delivered
             guard let client else { return }
-            if let error {
+            if let error = outcome.error {
                 client.urlProtocol(self, didFailWithError: error)
                 return
             }
-            guard var response else {
+            guard let response = outcome.response else {
                 client.urlProtocol(self, didFailWithError: URLError(.badServerResponse))
                 return
             }
-            if let http = response as? HTTPURLResponse, let override, let url = http.url, override.applies(to: url) {
-                response = override.rewritten(http)
-            }
             client.urlProtocol(self, didReceive: response, cacheStoragePolicy: .allowed)
             // One call: on Linux each call replaces what the task holds instead of appending.
-            if let data, !data.isEmpty { client.urlProtocol(self, didLoad: data) }
+            if let data = outcome.data, !data.isEmpty { client.urlProtocol(self, didLoad: data) }
             client.urlProtocolDidFinishLoading(self)
         }
     }
