@@ -93,4 +93,32 @@ struct CacheOverrideTests {
         _ = try await transport.data(for: request(url.absoluteString))
         #expect(loader.callCount == 1)
     }
+
+    @Test("a transport's own fetches go through the override protocol, routed to that transport, unless it is off")
+    func transportRoute() throws {
+        let routed = URLSessionLoader(configuration: .ephemeral, cacheOverride: CacheOverride())
+        let classes = routed.session.configuration.protocolClasses ?? []
+        #expect(classes.first.map { $0 == TransportOverrideURLProtocol.self } == true)
+
+        var tagged = URLRequest(url: url)
+        #expect(!TransportOverrideURLProtocol.canInit(with: tagged))
+        let route = try #require(routed.routeValue)
+        tagged.setValue(route, forHTTPHeaderField: TransportOverrideURLProtocol.routeHeader)
+        #expect(TransportOverrideURLProtocol.canInit(with: tagged))
+        #expect(TransportOverrideURLProtocol.outgoingRequest(for: tagged).value(forHTTPHeaderField: TransportOverrideURLProtocol.routeHeader) == nil)
+
+        let plain = URLSessionLoader(configuration: .ephemeral, cacheOverride: nil)
+        #expect(!(plain.session.configuration.protocolClasses ?? []).contains { $0 == TransportOverrideURLProtocol.self })
+        #expect(plain.routeValue == nil)
+    }
+
+    @Test("a dropped transport's route is gone: a request still tagged with it is not intercepted")
+    func routeUnregistered() throws {
+        var loader: URLSessionLoader? = URLSessionLoader(configuration: .ephemeral, cacheOverride: CacheOverride())
+        var tagged = URLRequest(url: url)
+        tagged.setValue(try #require(loader?.routeValue), forHTTPHeaderField: TransportOverrideURLProtocol.routeHeader)
+        #expect(TransportOverrideURLProtocol.canInit(with: tagged))
+        loader = nil
+        #expect(!TransportOverrideURLProtocol.canInit(with: tagged))
+    }
 }

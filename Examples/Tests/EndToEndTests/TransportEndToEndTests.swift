@@ -24,6 +24,32 @@ struct TransportEndToEndTests {
         }
     }
 
+    @Test("transports made and dropped while 8 tasks each load through them: every body is right")
+    func transportsMadeAndDropped() async throws {
+        // Each transport's fetches go through its header-override protocol; making and dropping
+        // transports under load is what once crashed inside corelibs.
+        try await withOrigin { origin in
+            for round in 0..<12 {
+                let transport = CachedTransport()
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for worker in 0..<8 {
+                        group.addTask {
+                            for index in 0..<20 {
+                                let path = "/t?r=\(round)&w=\(worker)&i=\(index)"
+                                let (data, response) = try await transport.data(from: origin.url(path))
+                                #expect(data.text.contains("query=r=\(round)&w=\(worker)&i=\(index) "))
+                                #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "X-Original-Cache-Control") == "no-cache")
+                            }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+                #expect(transport.statistics.networkFetches == 8 * 20)
+            }
+            #expect(await origin.hits(path: "/t") == 12 * 8 * 20)
+        }
+    }
+
     @Test("queries are separate entries")
     func queries() async throws {
         try await withOrigin { origin in

@@ -113,9 +113,10 @@ extension CachedTransport {
         }
     }
 
-    /// `response` as the header override presents it, when the override applies to its URL: the
-    /// same rule ``CacheOverrideURLProtocol`` applies, so the store's decision does not depend on
-    /// the loader.
+    /// `response` as the header override presents it, when the override applies to its URL. The
+    /// transport's own fetches already come through ``CacheOverrideURLProtocol``; applying the
+    /// same rule here (a no-op on an already rewritten response) keeps the store's decision
+    /// independent of the loader.
     private func overridden(_ response: URLResponse) -> URLResponse {
         guard let override = configuration.cacheOverride, let http = response as? HTTPURLResponse,
               let url = http.url, override.applies(to: url)

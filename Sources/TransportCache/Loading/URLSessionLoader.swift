@@ -14,22 +14,42 @@ import FoundationNetworking
 /// `data(for:)`, which can deadlock on cancellation in corelibs-foundation 6.3.
 final class URLSessionLoader: NetworkLoading {
     let session: URLSession
+    /// Where the header override sends this loader's requests, when it is on.
+    private let overrideRoute: (id: Int, session: URLSession)?
 
-    /// The header override is applied by the transport to what this loader returns
-    /// (``CacheOverride/rewritten(_:)``), not by routing the requests through
-    /// ``CacheOverrideURLProtocol``: under transports being made and dropped, that route crashed
-    /// inside corelibs (`URLSession.behaviour(for:)` on a task whose session was gone).
-    init(configuration: URLSessionConfiguration) {
-        session = URLSession(configuration: CacheOverrideURLProtocol.innerConfiguration(from: configuration))
+    /// - Parameter cacheOverride: when set, requests go through ``TransportOverrideURLProtocol``,
+    ///   which fetches them with an inner session made from `configuration` and rewrites their
+    ///   caching headers.
+    init(configuration: URLSessionConfiguration, cacheOverride: CacheOverride?) {
+        let configuration = CacheOverrideURLProtocol.innerConfiguration(from: configuration)
+        if let cacheOverride {
+            let inner = URLSession(configuration: configuration)
+            let id = TransportOverrideURLProtocol.register(.init(override: cacheOverride, session: inner))
+            overrideRoute = (id, inner)
+            configuration.protocolClasses = [TransportOverrideURLProtocol.self] + (configuration.protocolClasses ?? [])
+        } else {
+            overrideRoute = nil
+        }
+        session = URLSession(configuration: configuration)
     }
+
+    /// The value this loader's requests carry in ``TransportOverrideURLProtocol/routeHeader``.
+    var routeValue: String? { overrideRoute.map { String($0.id) } }
 
     deinit {
         session.finishTasksAndInvalidate()
+        if let overrideRoute {
+            TransportOverrideURLProtocol.unregister(overrideRoute.id)
+            overrideRoute.session.finishTasksAndInvalidate()
+        }
     }
 
     func load(_ request: URLRequest) async throws -> (Data, URLResponse) {
         var request = request
         request.cachePolicy = .reloadIgnoringLocalCacheData
+        if let routeValue {
+            request.setValue(routeValue, forHTTPHeaderField: TransportOverrideURLProtocol.routeHeader)
+        }
         let handle = TaskHandle()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in

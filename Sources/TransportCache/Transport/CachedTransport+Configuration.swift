@@ -43,8 +43,8 @@ extension CachedTransport {
         /// stored. Default: 200 through 299.
         public var storableStatusCodes: Set<Int> = Set(200...299)
 
-        /// The header override the transport applies to its fetches (the rule
-        /// ``CacheOverrideURLProtocol`` applies in other sessions): responses whose headers would stop them from being cached (`no-cache`, `no-store`,
+        /// The header override the transport's fetches go through (``CacheOverrideURLProtocol``):
+        /// responses whose headers would stop them from being cached (`no-cache`, `no-store`,
         /// `Pragma`, past `Expires`, `Vary: *` …) are rewritten to `Cache-Control: max-age=N` and
         /// stored. Narrow it with ``CacheOverride/endpoints``, or set nil to switch it off: the
         /// transport then does not store responses marked `no-store` or `Vary: *`.

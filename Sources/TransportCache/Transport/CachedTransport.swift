@@ -54,7 +54,10 @@ public actor CachedTransport {
 
     /// Makes a transport with its own URLSession and memory store.
     public init(configuration: Configuration = .init()) {
-        self.init(configuration: configuration, loader: URLSessionLoader(configuration: configuration.sessionConfiguration))
+        self.init(configuration: configuration, loader: URLSessionLoader(
+            configuration: configuration.sessionConfiguration,
+            cacheOverride: configuration.cacheOverride
+        ))
     }
 
     init(
