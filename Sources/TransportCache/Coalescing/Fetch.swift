@@ -7,7 +7,10 @@ import FoundationNetworking
 ///
 /// A class, so that adding the ten-thousandth waiter mutates its table in place instead of
 /// copying a struct that holds it (which made joins quadratic).
-final class Fetch {
+///
+/// `@unchecked Sendable`: a fetch is only reached through ``InFlight``, and so only read or
+/// written while the transport's in-flight lock is held.
+final class Fetch: @unchecked Sendable {
     let key: CacheKey
     /// The request that started it; the one sent to the origin.
     let request: URLRequest
@@ -51,7 +54,7 @@ final class Fetch {
 }
 
 /// A caller suspended until a fetch answers.
-struct Waiter {
+struct Waiter: Sendable {
     let id: Int
     let request: URLRequest
     let continuation: CheckedContinuation<(Data, URLResponse), any Error>

@@ -12,24 +12,30 @@ extension CachedTransport {
         guard let url = request.url,
               let key = CacheKey(method: request.httpMethod ?? "GET", url: url, headers: request.allHTTPHeaderFields, keyHeaders: keyHeaders)
         else { return }
-        detachFetches { $0 == key }
-        store.remove(key)
-        broadcaster.publish(.invalidated(urls: [URL(string: key.url) ?? url], endpoint: nil))
+        inFlight.withLock { state in
+            state.detach { $0 == key }
+            store.remove(key)
+            broadcaster.publish(.invalidated(urls: [URL(string: key.url) ?? url], endpoint: nil))
+        }
     }
 
     /// Drops every stored entry whose URL belongs to `endpoint`, for every method and identity.
     /// - Complexity: O(n) in the number of stored entries.
     public func invalidate(_ endpoint: Endpoint) {
-        detachFetches { endpoint.matches(normalizedURL: $0.url) }
-        let removed = store.removeAll { endpoint.matches(normalizedURL: $0.url) }
-        broadcaster.publish(.invalidated(urls: Self.urls(of: removed.map(\.url)), endpoint: endpoint))
+        inFlight.withLock { state in
+            state.detach { endpoint.matches(normalizedURL: $0.url) }
+            let removed = store.removeAll { endpoint.matches(normalizedURL: $0.url) }
+            broadcaster.publish(.invalidated(urls: Self.urls(of: removed.map(\.url)), endpoint: endpoint))
+        }
     }
 
     /// Drops every stored entry.
     public func invalidateAll() {
-        detachFetches { _ in true }
-        store.removeAllCachedResponses()
-        broadcaster.publish(.cleared)
+        inFlight.withLock { state in
+            state.detach { _ in true }
+            store.removeAllCachedResponses()
+            broadcaster.publish(.cleared)
+        }
     }
 
     /// Invalidation after a successful unsafe request (RFC 9111 section 4.4): its URL, and the URLs
@@ -49,9 +55,11 @@ extension CachedTransport {
             targets.insert(normalized)
         }
         let doomed = targets
-        detachFetches { doomed.contains($0.url) }
-        _ = store.removeAll { doomed.contains($0.url) }
-        broadcaster.publish(.invalidated(urls: Self.urls(of: doomed), endpoint: nil))
+        inFlight.withLock { state in
+            state.detach { doomed.contains($0.url) }
+            _ = store.removeAll { doomed.contains($0.url) }
+            broadcaster.publish(.invalidated(urls: Self.urls(of: doomed), endpoint: nil))
+        }
     }
 
     /// Distinct URLs of normalised URL strings, in a stable order.

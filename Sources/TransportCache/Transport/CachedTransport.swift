@@ -44,13 +44,9 @@ public actor CachedTransport {
     /// Read on every hit; kept apart so a hit does not copy the whole configuration.
     let hasMaximumAge: Bool
 
-    /// Fetches in flight by identifier.
-    var fetches: [Int: Fetch] = [:]
-    /// The fetch a new request for a key may join.
-    var joinableFetches: [CacheKey: Int] = [:]
-    /// Which fetch each waiting caller is attached to, for cancellation.
-    var waiterLocations: [Int: Int] = [:]
-    var lastIdentifier = 0
+    /// The fetches in flight and their callers. Invalidation holds this lock too, so that it
+    /// and a fetch's store never interleave.
+    let inFlight = Locked(InFlight())
 
     /// Makes a transport with its own URLSession and memory store.
     public init(configuration: Configuration = .init()) {
