@@ -97,6 +97,9 @@ def rows(results):
         plain_wall, plain_hits = seconds(results, plain), metric(results, plain, "originHits")
         baseline = (f"URLSession + URLCache: {plain_hits:.0f} origin hits, {fmt_time(plain_wall)}"
                     if plain_hits is not None else "URLSession + URLCache: one hit per request (not run at this size)")
+        floor = seconds(results, f"Coalescing: {size} tasks on bare continuations resumed after 50 ms (runtime floor)")
+        if floor is not None:
+            baseline += f"; runtime floor (bare continuations) {fmt_time(floor)}"
         within = wall is not None and wall <= origin_latency + 0.020
         out.append((f"{size} identical concurrent GETs (50 ms origin)",
                     f"{hits:.0f} origin hit, {fmt_time(wall)}", baseline,

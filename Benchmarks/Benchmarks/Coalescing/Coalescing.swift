@@ -71,6 +71,30 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // The floor: the same number of tasks, each parked on a bare continuation and resumed 50 ms
+    // after the start, as an origin of that latency would answer them. No transport is faster
+    // than the runtime's own suspend and resume.
+    for size in sizes {
+        Benchmark(
+            "Coalescing: \(size) tasks on bare continuations resumed after 50 ms (runtime floor)",
+            configuration: .init(
+                metrics: [.wallClock],
+                maxDuration: .seconds(isSmokeRun ? 1 : 10),
+                maxIterations: isSmokeRun ? 2 : 20
+            )
+        ) { benchmark in
+            let gate = ContinuationGate()
+            benchmark.startMeasurement()
+            let opener = Task.detached {
+                try await Task.sleep(for: .milliseconds(originLatencyMilliseconds))
+                gate.open()
+            }
+            try await concurrently(size) { await gate.pass() }
+            try await opener.value
+            benchmark.stopMeasurement()
+        }
+    }
+
     // A plain URLSession makes one origin fetch per request, at most six at a time per host, so
     // 10,000 would take minutes per iteration; it is measured at the smaller sizes.
     for size in sizes.filter({ $0 <= 1_000 }) {

@@ -66,3 +66,36 @@ public func residentBytes() -> Int {
     guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
     return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
 }
+
+/// Callers parked on bare continuations until `open()`; a caller arriving after that returns at
+/// once. The least any coalescing can cost: the Swift runtime's own price for suspending and
+/// resuming that many tasks, measured beside the transport as its floor.
+public final class ContinuationGate: @unchecked Sendable {
+    // `@unchecked`: `parked` and `isOpen` are only touched while `lock` is held.
+    private let lock = NSLock()
+    private var parked: [CheckedContinuation<Void, Never>] = []
+    private var isOpen = false
+
+    public init() {}
+
+    /// Returns when the gate is open.
+    public func pass() async {
+        await withCheckedContinuation { continuation in
+            let wait = lock.withLock { () -> Bool in
+                if !isOpen { parked.append(continuation) }
+                return !isOpen
+            }
+            if !wait { continuation.resume() }
+        }
+    }
+
+    /// Opens the gate and resumes every parked caller, in the order they arrived.
+    public func open() {
+        let released = lock.withLock { () -> [CheckedContinuation<Void, Never>] in
+            isOpen = true
+            defer { parked = [] }
+            return parked
+        }
+        for continuation in released { continuation.resume() }
+    }
+}
