@@ -104,8 +104,11 @@ extension CachedTransport {
         // Registered before the first value is loaded, so no change after this call is missed.
         let changes = changes(for: .url(url))
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: Value.self, bufferingPolicy: .bufferingNewest(1))
-        var reload = request
-        reload.cachePolicy = .returnCacheDataElseLoad
+        let reload = {
+            var reload = request
+            reload.cachePolicy = .returnCacheDataElseLoad
+            return reload
+        }()
         let watcher = Task {
             var last: Data
             do {
