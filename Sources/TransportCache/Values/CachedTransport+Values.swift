@@ -109,6 +109,8 @@ extension CachedTransport {
             reload.cachePolicy = .returnCacheDataElseLoad
             return reload
         }()
+        // A task of its own: changes must be heard while the consumer is busy between elements.
+        // It ends when the stream does, and cancelling it ends the loop over `changes`.
         let watcher = Task {
             var last: Data
             do {

@@ -17,6 +17,7 @@ public struct ValueDecodingError: Error, Sendable, CustomStringConvertible {
         /// ``ValueDecodingError/statusCode`` holds the status.
         public static let unacceptableStatus = Code(name: "unacceptableStatus")
 
+        /// The code's name, for example `decodingFailed`.
         public var description: String { name }
     }
 
@@ -39,6 +40,7 @@ public struct ValueDecodingError: Error, Sendable, CustomStringConvertible {
         self.underlyingError = underlyingError
     }
 
+    /// A sentence naming the type, the URL and the cause, for logs.
     public var description: String {
         switch code {
         case .unacceptableStatus:
