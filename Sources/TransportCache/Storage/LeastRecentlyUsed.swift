@@ -54,6 +54,25 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         return slots[position].value
     }
 
+    /// The cost charged for `key`'s value.
+    func cost(forKey key: Key) -> Int? {
+        guard let position = index[key] else { return nil }
+        return slots[position].cost
+    }
+
+    /// Charges `key`'s value `amount` more, marks it the most recently used, and evicts the least
+    /// recently used other values until the budget holds.
+    /// - Returns: how many values were evicted, or nil when `key` has no value or its new cost
+    ///   alone would exceed the budget (then nothing changes).
+    /// - Complexity: O(1) plus O(1) per evicted value.
+    mutating func addCost(_ amount: Int, forKey key: Key) -> Int? {
+        guard let position = index[key], slots[position].cost + amount <= capacity else { return nil }
+        slots[position].cost += amount
+        totalCost += amount
+        moveToFront(position)
+        return evictToBudget()
+    }
+
     /// Stores `value`, replacing any value for `key`, then evicts least recently used values until
     /// the budget holds. A value whose cost alone exceeds the budget is not stored.
     /// - Returns: the replaced value, and how many other values were evicted.

@@ -127,11 +127,23 @@ final class MemoryURLCache: URLCache, @unchecked Sendable {
                 state.statistics.rejectedTooLarge += 1
                 return .tooLarge
             }
-            let (replaced, evicted) = state.entries.setValue(entry, forKey: key, cost: cost)
+            let previous = state.entries.peekValue(forKey: key)
+            let sameBytes = previous?.data == data
+            var total = cost
+            if sameBytes, let previous {
+                // The same bytes decode to the same values: the new entry keeps them.
+                let carried = previous.decoded.filter { $0.value.isDecoded }
+                let carriedCost = carried.values.reduce(0) { $0 + $1.cost }
+                if total + carriedCost <= state.entries.capacity {
+                    entry.decoded = carried
+                    total += carriedCost
+                }
+            }
+            let (_, evicted) = state.entries.setValue(entry, forKey: key, cost: total)
             state.statistics.stores += 1
             state.statistics.evictions += evicted
             state.syncGauges()
-            return .stored(changedBytes: replaced?.data != data)
+            return .stored(changedBytes: !sameBytes)
         }
     }
 

@@ -6,7 +6,11 @@ import FoundationNetworking
 /// One stored answer, with what is needed to decide whether it may be reused.
 ///
 /// A class, so that a hit takes it out of the store with one retain rather than copying each field.
-final class StoredResponse: Sendable {
+///
+/// `@unchecked Sendable`: every stored property but ``decoded`` is an immutable `let` of a Sendable
+/// type, and ``decoded`` is only read or written while the owning ``MemoryURLCache``'s lock is
+/// held.
+final class StoredResponse: @unchecked Sendable {
     let data: Data
     let response: URLResponse
     /// Headers the response named in `Vary` (beyond the key's own), with the storing request's
@@ -15,6 +19,10 @@ final class StoredResponse: Sendable {
     let storedAt: ContinuousClock.Instant
     /// When set, the entry is no longer returned by `returnCacheDataElseLoad` from this instant on.
     let expiresAt: ContinuousClock.Instant?
+    /// Values decoded from ``data``, by type and decoder, and decodes in progress. They live and
+    /// die with this entry: an invalidated, evicted or replaced entry takes them along, except a
+    /// replacement with the same bytes, which carries them over. Guarded by the store's lock.
+    var decoded: [DecodedValueKey: DecodedSlot] = [:]
 
     init(data: Data, response: URLResponse, vary: [VaryHeader], storedAt: ContinuousClock.Instant, expiresAt: ContinuousClock.Instant?) {
         self.data = data

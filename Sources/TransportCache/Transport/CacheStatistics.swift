@@ -2,7 +2,8 @@
 ///
 /// Read them with ``CachedTransport/statistics``: each read is a consistent snapshot.
 public struct CacheStatistics: Sendable, Hashable {
-    /// Calls of `data(for:)`, `data(from:)` and `refresh(_:)`, whatever their outcome.
+    /// Calls of `data(for:)`, `data(from:)`, `refresh(_:)` and `value(_:for:decoder:)`, whatever
+    /// their outcome.
     public var requests = 0
     /// Requests answered from memory without touching the network.
     public var memoryHits = 0
@@ -22,7 +23,14 @@ public struct CacheStatistics: Sendable, Hashable {
     /// Answers served from a stored entry because the fetch failed with a connectivity error
     /// (see ``CachedTransport/Configuration/staleIfError``).
     public var staleAnswers = 0
-    /// Bytes the store holds: bodies plus a per-entry overhead, never above the memory capacity.
+    /// Bodies decoded by ``CachedTransport/value(_:for:decoder:)`` and
+    /// ``CachedTransport/values(_:for:decoder:)``, successfully or not: at most one per stored
+    /// entry, type and decoder, however many callers asked.
+    public var decodes = 0
+    /// Values handed out already decoded, without decoding again.
+    public var decodedHits = 0
+    /// Bytes the store holds: bodies, decoded values (see ``CachedTransport/value(_:for:decoder:)``)
+    /// and a per-entry overhead, never above the memory capacity.
     public var bytesHeld = 0
     /// Entries the store holds.
     public var entries = 0

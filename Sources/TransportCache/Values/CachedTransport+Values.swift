@@ -1,0 +1,249 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension CachedTransport {
+    /// The decoder used when a call names none: a `JSONDecoder` with default settings, shared by
+    /// every such call so that they share decoded values.
+    @usableFromInline
+    static let defaultDecoder = JSONDecoder()
+
+    /// Loads `request` through the cache like ``data(for:)`` and returns its body decoded as
+    /// `type`, decoding each stored entry at most once per type and decoder.
+    ///
+    /// ```swift
+    /// let articles = try await transport.value([Article].self, for: request)
+    /// ```
+    ///
+    /// - The first call for an entry decodes its body and keeps the value with the entry; later
+    ///   calls get that value without decoding. Concurrent callers share the fetch and the decode.
+    /// - A decoded value is dropped with its entry: on invalidation, on eviction, and when a
+    ///   refresh or reload brings different bytes. A refresh that brings the same bytes keeps it.
+    /// - Each type, and each decoder instance, has its own decoded value (see
+    ///   ``ResponseDecoding``).
+    /// - A decoded value is charged against ``Configuration/memoryCapacity`` the byte count of the
+    ///   body it came from plus 64 bytes, an estimate: a Swift value decoded from JSON usually
+    ///   takes no more than its text. When that charge does not fit, the value is returned but not
+    ///   kept.
+    /// - Decoding runs off the caller's actor, so a view model on the main actor never decodes a
+    ///   large body on the main thread; a value already decoded is returned on the caller's
+    ///   executor with one locked lookup.
+    /// - Answers that are not stored (other methods, other schemes, statuses that are not
+    ///   storable, entries too large) are decoded for each call.
+    /// - A caller that joined another caller's decode waits for it (it is not interrupted by
+    ///   cancellation; decodes take milliseconds).
+    ///
+    /// - Parameters:
+    ///   - type: the type to decode.
+    ///   - request: the request, with the same key, policy and coalescing rules as ``data(for:)``.
+    ///   - decoder: the decoder. Default: a `JSONDecoder` with default settings, shared by every
+    ///     call that names no decoder.
+    /// - Throws: ``ValueDecodingError`` when the status is outside 200-299 or the body does not
+    ///   decode (not kept: the next call decodes again, and the stored bytes stay usable); the
+    ///   errors of ``data(for:)`` otherwise.
+    public nonisolated(nonsending) func value<Value: Decodable & Sendable>(
+        _ type: Value.Type = Value.self,
+        for request: URLRequest,
+        decoder: any ResponseDecoding = CachedTransport.defaultDecoder
+    ) async throws -> Value {
+        try await decodedValue(type, for: request, decoder: decoder).value
+    }
+
+    /// Loads `url` with a plain GET request and decodes its body; see ``value(_:for:decoder:)``.
+    public nonisolated(nonsending) func value<Value: Decodable & Sendable>(
+        _ type: Value.Type = Value.self,
+        from url: URL,
+        decoder: any ResponseDecoding = CachedTransport.defaultDecoder
+    ) async throws -> Value {
+        try await decodedValue(type, for: URLRequest(url: url), decoder: decoder).value
+    }
+
+    /// The current value of `request` decoded as `type`, then a new value each time the bytes
+    /// stored for its URL change: what a screen or a view model subscribes to.
+    ///
+    /// ```swift
+    /// for try await articles in transport.values([Article].self, for: request) {
+    ///     self.articles = articles
+    /// }
+    /// ```
+    ///
+    /// - The first element is the current value, from memory or fetched (see
+    ///   ``value(_:for:decoder:)``).
+    /// - After each ``CacheChange/updated(_:)`` for the request's URL (a refresh or reload that
+    ///   brought different bytes, from any screen), the new value, decoded once however many
+    ///   streams watch it.
+    /// - After an invalidation of that URL, or ``invalidateAll()``, the stream fetches again
+    ///   (one coalesced fetch for all its watchers) and yields the new value if the bytes
+    ///   changed: a screen that is showing the data keeps it current.
+    /// - Bytes equal to the last yielded ones are never yielded again.
+    /// - A failure of the first value (network, status, decoding) ends the stream with that
+    ///   error: there is nothing to show. A later failure is skipped: the screen keeps its last
+    ///   value and the stream keeps listening, so the next change tries again. A stream that
+    ///   ended on a passing network failure would leave a live screen frozen.
+    /// - The stream keeps only the newest undelivered value: a consumer that is slower than the
+    ///   changes gets the latest value, never a backlog.
+    /// - It stops when its consumer stops iterating or its task is cancelled, and then releases
+    ///   its subscription.
+    ///
+    /// Reloads after the first value use the `returnCacheDataElseLoad` policy whatever the
+    /// request's own policy, so that a reload policy does not refetch on every change.
+    ///
+    /// - Parameters:
+    ///   - type: the type to decode.
+    ///   - request: the request whose URL is watched.
+    ///   - decoder: the decoder; see ``value(_:for:decoder:)``.
+    public nonisolated func values<Value: Decodable & Sendable>(
+        _ type: Value.Type = Value.self,
+        for request: URLRequest,
+        decoder: any ResponseDecoding = CachedTransport.defaultDecoder
+    ) -> AsyncThrowingStream<Value, any Error> {
+        guard let url = request.url else {
+            return AsyncThrowingStream { $0.finish(throwing: URLError(.badURL)) }
+        }
+        // Registered before the first value is loaded, so no change after this call is missed.
+        let changes = changes(for: .url(url))
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: Value.self, bufferingPolicy: .bufferingNewest(1))
+        let reload = {
+            var reload = request
+            reload.cachePolicy = .returnCacheDataElseLoad
+            return reload
+        }()
+        // A task of its own: changes must be heard while the consumer is busy between elements.
+        // It ends when the stream does, and cancelling it ends the loop over `changes`.
+        let watcher = Task {
+            var last: Data
+            do {
+                let first = try await self.decodedValue(type, for: request, decoder: decoder)
+                last = first.data
+                continuation.yield(first.value)
+            } catch {
+                continuation.finish(throwing: error)
+                return
+            }
+            for await _ in changes {
+                guard let next = try? await self.decodedValue(type, for: reload, decoder: decoder) else { continue }
+                if next.data != last {
+                    last = next.data
+                    continuation.yield(next.value)
+                }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in watcher.cancel() }
+        return stream
+    }
+
+    /// The value and the bytes it was decoded from.
+    nonisolated(nonsending) func decodedValue<Value: Decodable & Sendable>(
+        _ type: Value.Type,
+        for request: URLRequest,
+        decoder: any ResponseDecoding
+    ) async throws -> (value: Value, data: Data) {
+        guard let url = request.url else {
+            store.record { $0.requests += 1 }
+            throw URLError(.badURL)
+        }
+        let method = request.httpMethod ?? "GET"
+        let headers = request.allHTTPHeaderFields
+        guard method == "GET" || method == "HEAD",
+              let key = CacheKey(method: method, url: url, headers: headers, keyHeaders: keyHeaders)
+        else {
+            let (data, response) = try await data(for: request)
+            return (try await decode(type, from: data, response: response, url: url, decoder: decoder), data)
+        }
+        let valueKey = DecodedValueKey(type, decoder: decoder)
+        let isReload: Bool
+        switch request.cachePolicy {
+        case .useProtocolCachePolicy, .returnCacheDataElseLoad, .returnCacheDataDontLoad:
+            let dontLoad = request.cachePolicy == .returnCacheDataDontLoad
+            let instant = hasMaximumAge && !dontLoad ? now() : nil
+            switch store.decodedLookup(for: key, headers: headers, at: instant, valueKey: valueKey) {
+            case .decoded(let decoded):
+                return (unsafeDowncast(decoded, to: DecodedValue<Value>.self).value, decoded.data)
+            case .stored(let entry):
+                return try await sharedDecode(type, of: entry, key: key, valueKey: valueKey, url: url, decoder: decoder)
+            case .missing:
+                if dontLoad { throw URLError(.resourceUnavailable) }
+            }
+            isReload = false
+        default:
+            store.record { $0.requests += 1 }
+            isReload = true
+        }
+        let (data, response) = try await fetch(request, key: key, headers: headers, isReload: isReload)
+        // The decode is shared through the stored entry when the answer is what is stored.
+        if let entry = store.storedResponse(for: key), entry.data == data {
+            return try await sharedDecode(type, of: entry, key: key, valueKey: valueKey, url: url, decoder: decoder)
+        }
+        return (try await decode(type, from: data, response: response, url: url, decoder: decoder), data)
+    }
+
+    /// The value of `entry` for `valueKey`: decoded already, decoded by another caller now, or
+    /// decoded here and kept with the entry.
+    private nonisolated(nonsending) func sharedDecode<Value: Decodable & Sendable>(
+        _ type: Value.Type,
+        of entry: StoredResponse,
+        key: CacheKey,
+        valueKey: DecodedValueKey,
+        url: URL,
+        decoder: any ResponseDecoding
+    ) async throws -> (value: Value, data: Data) {
+        while true {
+            switch store.claimDecode(valueKey, on: entry) {
+            case .decoded(let decoded):
+                return (unsafeDowncast(decoded, to: DecodedValue<Value>.self).value, entry.data)
+            case .claimed:
+                let result: Result<Value, any Error>
+                do {
+                    result = .success(try await decode(type, from: entry.data, response: entry.response, url: url, decoder: decoder))
+                } catch {
+                    result = .failure(error)
+                }
+                let decoded = result.map { DecodedValue($0, data: entry.data, decoder: decoder) as AnyDecodedValue }
+                let waiters = store.finishDecode(valueKey, on: entry, for: key, with: decoded)
+                let outcome: DecodeOutcome = switch decoded {
+                case .success(let value): .decoded(value)
+                case .failure(let error): .failed(error)
+                }
+                for waiter in waiters { waiter.resume(returning: outcome) }
+                return (try result.get(), entry.data)
+            case .busy:
+                let outcome = await withCheckedContinuation { continuation in
+                    if let immediate = store.waitForDecode(valueKey, on: entry, waiter: continuation) {
+                        continuation.resume(returning: immediate)
+                    }
+                }
+                switch outcome {
+                case .decoded(let decoded):
+                    return (unsafeDowncast(decoded, to: DecodedValue<Value>.self).value, entry.data)
+                case .failed(let error):
+                    throw error
+                case .retry:
+                    continue
+                }
+            }
+        }
+    }
+
+    /// Decodes `data` as `type`, off the caller's actor, counting the decode.
+    @concurrent
+    private nonisolated func decode<Value: Decodable & Sendable>(
+        _ type: Value.Type,
+        from data: Data,
+        response: URLResponse,
+        url: URL,
+        decoder: any ResponseDecoding
+    ) async throws -> Value {
+        let status = (response as? HTTPURLResponse)?.statusCode
+        if let status, !(200..<300).contains(status) {
+            throw ValueDecodingError(.unacceptableStatus, type: type, url: url, statusCode: status)
+        }
+        store.record { $0.decodes += 1 }
+        do {
+            return try decoder.decode(type, from: data)
+        } catch {
+            throw ValueDecodingError(.decodingFailed, type: type, url: url, statusCode: status, underlyingError: error)
+        }
+    }
+}

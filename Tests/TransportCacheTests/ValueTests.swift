@@ -1,0 +1,389 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+@testable import TransportCache
+
+/// A decoded body; a class, so a test can tell whether two calls got the very same decoded value.
+final class Feed: Decodable, Sendable {
+    let items: [Item]
+    var version: Int { items.first?.id ?? -1 }
+}
+
+struct Item: Decodable, Sendable, Equatable {
+    let id: Int
+    let name: String
+}
+
+/// Another type decoded from the same bytes.
+struct FeedNames: Decodable, Sendable {
+    struct Named: Decodable, Sendable { let name: String }
+    let items: [Named]
+}
+
+/// A JSON decoder that counts its decodes and, when holding, keeps each decode waiting until
+/// ``release()``.
+final class CountingDecoder: ResponseDecoding {
+    private let inner = JSONDecoder()
+    private let decodes = Locked(0)
+    private let holding: Bool
+    private let released = DispatchSemaphore(value: 0)
+
+    init(holding: Bool = false) {
+        self.holding = holding
+    }
+
+    var count: Int { decodes.withLock { $0 } }
+
+    func decode<Value: Decodable>(_ type: Value.Type, from data: Data) throws -> Value {
+        decodes.withLock { $0 += 1 }
+        // Bounded, so a broken test fails instead of hanging.
+        if holding { _ = released.wait(timeout: .now() + 10) }
+        return try inner.decode(type, from: data)
+    }
+
+    func release() {
+        released.signal()
+    }
+}
+
+/// A loader answering `{"items":[{"id":<version>,"name":"version <version>"}]}`: the bytes
+/// change only when the test changes `version`.
+func feedLoader(_ version: Locked<Int>, gated: Bool = false) -> TestLoader {
+    TestLoader(gated: gated) { request, _ in
+        (feedBody(version.withLock { $0 }), TestLoader.response(for: request, status: 200))
+    }
+}
+
+func feedBody(_ version: Int) -> Data {
+    Data(#"{"items":[{"id":\#(version),"name":"version \#(version)"}]}"#.utf8)
+}
+
+extension CachedTransport {
+    /// Callers waiting for another caller's decode, over every stored entry.
+    var callersWaitingForDecode: Int {
+        store.state.withLock { state in
+            state.entries.keys.reduce(0) { total, key in
+                let slots = state.entries.peekValue(forKey: key)?.decoded.values.map { $0 } ?? []
+                return total + slots.reduce(0) { count, slot in
+                    if case .decoding(let waiters) = slot { return count + waiters.count }
+                    return count
+                }
+            }
+        }
+    }
+}
+
+@Suite("Decoded values")
+struct ValueTests {
+    let url = "https://api.example.com/feed"
+
+    @Test("two concurrent value calls share one fetch and one decode, and get the same value")
+    func concurrentCallsDecodeOnce() async throws {
+        let loader = feedLoader(Locked(1), gated: true)
+        let transport = makeTransport(loader: loader)
+        let decoder = CountingDecoder(holding: true)
+        let first = Task { try await transport.value(Feed.self, for: request(url), decoder: decoder) }
+        let second = Task { try await transport.value(Feed.self, for: request(url), decoder: decoder) }
+        await loader.waitForCalls(1)
+        await waitUntil { transport.statistics.coalescedJoins == 1 }
+        loader.openGate()
+        // One caller decodes (held by the decoder) while the other waits for its result.
+        await waitUntil { decoder.count == 1 }
+        await waitUntil { await transport.callersWaitingForDecode == 1 }
+        decoder.release()
+        let (a, b) = (try await first.value, try await second.value)
+        #expect(a === b)
+        #expect(a.version == 1)
+        #expect(decoder.count == 1)
+        #expect(loader.callCount == 1)
+        #expect(transport.statistics.decodes == 1)
+    }
+
+    @Test("a later call gets the decoded value from memory without decoding again")
+    func laterCallsHit() async throws {
+        let loader = feedLoader(Locked(1))
+        let transport = makeTransport(loader: loader)
+        let first = try await transport.value(Feed.self, for: request(url))
+        let again = try await transport.value(Feed.self, from: URL(string: url)!)
+        #expect(first === again)
+        #expect(loader.callCount == 1)
+        #expect(transport.statistics.decodes == 1)
+        #expect(transport.statistics.decodedHits == 1)
+        #expect(transport.statistics.memoryHits == 1)
+    }
+
+    @Test("two types on one entry decode separately, once each")
+    func twoTypesDecodeSeparately() async throws {
+        let loader = feedLoader(Locked(1))
+        let transport = makeTransport(loader: loader)
+        let decoder = CountingDecoder()
+        let feed = try await transport.value(Feed.self, for: request(url), decoder: decoder)
+        let names = try await transport.value(FeedNames.self, for: request(url), decoder: decoder)
+        _ = try await transport.value(Feed.self, for: request(url), decoder: decoder)
+        _ = try await transport.value(FeedNames.self, for: request(url), decoder: decoder)
+        #expect(feed.items.map(\.name) == names.items.map(\.name))
+        #expect(decoder.count == 2)
+        #expect(loader.callCount == 1)
+    }
+
+    @Test("two decoders on one entry decode separately, since their settings shape the result")
+    func twoDecodersDecodeSeparately() async throws {
+        let transport = makeTransport(loader: feedLoader(Locked(1)))
+        let one = CountingDecoder()
+        let other = CountingDecoder()
+        let a = try await transport.value(Feed.self, for: request(url), decoder: one)
+        let b = try await transport.value(Feed.self, for: request(url), decoder: other)
+        #expect(a !== b)
+        #expect(one.count == 1)
+        #expect(other.count == 1)
+    }
+
+    @Test("invalidating the entry drops its decoded value")
+    func invalidationDrops() async throws {
+        let loader = feedLoader(Locked(1))
+        let transport = makeTransport(loader: loader)
+        let decoder = CountingDecoder()
+        let before = try await transport.value(Feed.self, for: request(url), decoder: decoder)
+        await transport.invalidate(request(url))
+        let after = try await transport.value(Feed.self, for: request(url), decoder: decoder)
+        #expect(before !== after)
+        #expect(decoder.count == 2)
+        #expect(loader.callCount == 2)
+    }
+
+    @Test("a refresh that brings new bytes drops the decoded value")
+    func refreshWithNewBytesDrops() async throws {
+        let version = Locked(1)
+        let transport = makeTransport(loader: feedLoader(version))
+        let decoder = CountingDecoder()
+        let before = try await transport.value(Feed.self, for: request(url), decoder: decoder)
+        version.withLock { $0 = 2 }
+        _ = try await transport.refresh(request(url))
+        let after = try await transport.value(Feed.self, for: request(url), decoder: decoder)
+        #expect(before.version == 1)
+        #expect(after.version == 2)
+        #expect(decoder.count == 2)
+    }
+
+    @Test("a refresh that brings identical bytes keeps the decoded value, and its charge")
+    func refreshWithSameBytesKeeps() async throws {
+        let loader = feedLoader(Locked(1))
+        let transport = makeTransport(loader: loader)
+        let decoder = CountingDecoder()
+        let before = try await transport.value(Feed.self, for: request(url), decoder: decoder)
+        let held = transport.statistics.bytesHeld
+        _ = try await transport.refresh(request(url))
+        let after = try await transport.value(Feed.self, for: request(url), decoder: decoder)
+        #expect(before === after)
+        #expect(decoder.count == 1)
+        #expect(loader.callCount == 2)
+        #expect(transport.statistics.bytesHeld == held)
+    }
+
+    @Test("a reload policy decodes the fetched answer once and keeps it for later hits")
+    func reloadPolicy() async throws {
+        let version = Locked(1)
+        let transport = makeTransport(loader: feedLoader(version))
+        let decoder = CountingDecoder()
+        _ = try await transport.value(Feed.self, for: request(url), decoder: decoder)
+        version.withLock { $0 = 2 }
+        let reloaded = try await transport.value(Feed.self, for: request(url, policy: .reloadIgnoringLocalCacheData), decoder: decoder)
+        let hit = try await transport.value(Feed.self, for: request(url), decoder: decoder)
+        #expect(reloaded.version == 2)
+        #expect(reloaded === hit)
+        #expect(decoder.count == 2)
+    }
+
+    @Test("evicting the entry drops its decoded value")
+    func evictionDrops() async throws {
+        let loader = feedLoader(Locked(1))
+        // Room for the decoded entry and one more entry, not two.
+        let transport = makeTransport(loader: loader) {
+            $0.memoryCapacity = 1_000
+            $0.maximumEntryShare = 1
+        }
+        let decoder = CountingDecoder()
+        let before = try await transport.value(Feed.self, for: request(url), decoder: decoder)
+        _ = try await transport.data(for: request("https://api.example.com/b"))
+        _ = try await transport.data(for: request("https://api.example.com/c"))
+        #expect(transport.statistics.evictions == 1)
+        let after = try await transport.value(Feed.self, for: request(url), decoder: decoder)
+        #expect(before !== after)
+        #expect(decoder.count == 2)
+        #expect(loader.callCount(for: url) == 2)
+    }
+
+    @Test("a decoded value is charged its body's bytes plus 64, and bytes held never pass the capacity")
+    func chargedToTheBudget() async throws {
+        let transport = makeTransport(loader: feedLoader(Locked(1))) {
+            $0.memoryCapacity = 3_000
+            $0.maximumEntryShare = 1
+        }
+        let (data, _) = try await transport.data(for: request(url))
+        let stored = transport.statistics.bytesHeld
+        _ = try await transport.value(Feed.self, for: request(url))
+        #expect(transport.statistics.bytesHeld == stored + data.count + 64)
+        for index in 0..<30 {
+            _ = try await transport.value(Feed.self, for: request("https://api.example.com/feed/\(index)"))
+            _ = try await transport.value(FeedNames.self, for: request("https://api.example.com/feed/\(index)"))
+            #expect(transport.statistics.bytesHeld <= 3_000)
+        }
+        #expect(transport.statistics.evictions > 0)
+    }
+
+    @Test("a decoding failure names the type and the URL, is not kept, and leaves the bytes usable")
+    func decodingFailure() async throws {
+        let loader = feedLoader(Locked(1))
+        let transport = makeTransport(loader: loader)
+        let error = await thrownError { try await transport.value([Item].self, for: request(url)) }
+        let failure = try #require(error as? ValueDecodingError)
+        #expect(failure.code == .decodingFailed)
+        #expect(failure.typeName == "Swift.Array<TransportCacheTests.Item>")
+        #expect(failure.url.absoluteString == url)
+        #expect(failure.underlyingError is DecodingError)
+        #expect(failure.description.contains(url) && failure.description.contains("Item"))
+        // The bytes are still stored and serve other types and plain data.
+        let feed = try await transport.value(Feed.self, for: request(url))
+        #expect(feed.version == 1)
+        let (data, _) = try await transport.data(for: request(url))
+        #expect(data == feedBody(1))
+        #expect(loader.callCount == 1)
+        // The failure was not kept: the next call decodes again, and fails again.
+        let again = await thrownError { try await transport.value([Item].self, for: request(url)) }
+        #expect((again as? ValueDecodingError)?.code == .decodingFailed)
+        #expect(transport.statistics.decodes == 3)
+        #expect(loader.callCount == 1)
+    }
+
+    @Test("an answer outside 200-299 is an error naming its status, and is not decoded")
+    func unacceptableStatus() async throws {
+        let transport = makeTransport(loader: TestLoader(respond: TestLoader.status(404)))
+        let error = await thrownError { try await transport.value(Feed.self, for: request(url)) }
+        let failure = try #require(error as? ValueDecodingError)
+        #expect(failure.code == .unacceptableStatus)
+        #expect(failure.statusCode == 404)
+        #expect(transport.statistics.decodes == 0)
+    }
+
+    @Test("returnCacheDataDontLoad answers a decoded value from memory or throws without loading")
+    func dontLoad() async throws {
+        let loader = feedLoader(Locked(1))
+        let transport = makeTransport(loader: loader)
+        let error = await thrownError {
+            try await transport.value(Feed.self, for: request(url, policy: .returnCacheDataDontLoad))
+        }
+        #expect((error as? URLError)?.code == .resourceUnavailable)
+        let fetched = try await transport.value(Feed.self, for: request(url))
+        let remembered = try await transport.value(Feed.self, for: request(url, policy: .returnCacheDataDontLoad))
+        #expect(fetched === remembered)
+        #expect(loader.callCount == 1)
+    }
+}
+
+@Suite("Typed change streams")
+struct ValueStreamTests {
+    let url = "https://api.example.com/feed"
+
+    @Test("the stream yields the current value, then each changed value in order")
+    func currentThenChanges() async throws {
+        let version = Locked(1)
+        let loader = feedLoader(version)
+        let transport = makeTransport(loader: loader)
+        var values = transport.values(Feed.self, for: request(url)).makeAsyncIterator()
+        #expect(try await values.next()?.version == 1)
+        version.withLock { $0 = 2 }
+        _ = try await transport.refresh(request(url))
+        #expect(try await values.next()?.version == 2)
+        // Identical bytes are not a change; the next element is the next change.
+        _ = try await transport.refresh(request(url))
+        version.withLock { $0 = 3 }
+        _ = try await transport.refresh(request(url))
+        #expect(try await values.next()?.version == 3)
+        #expect(loader.callCount == 4)
+        #expect(transport.statistics.decodes == 3)
+    }
+
+    @Test("two streams on one URL share each decode")
+    func streamsShareDecodes() async throws {
+        let version = Locked(1)
+        let transport = makeTransport(loader: feedLoader(version))
+        var one = transport.values(Feed.self, for: request(url)).makeAsyncIterator()
+        var other = transport.values(Feed.self, for: request(url)).makeAsyncIterator()
+        let a = try await one.next()
+        let b = try await other.next()
+        #expect(a === b)
+        version.withLock { $0 = 2 }
+        _ = try await transport.refresh(request(url))
+        let c = try await one.next()
+        let d = try await other.next()
+        #expect(c === d)
+        #expect(c?.version == 2)
+        #expect(transport.statistics.decodes == 2)
+    }
+
+    @Test("after an invalidation the stream fetches again and yields the new value")
+    func invalidationRefetches() async throws {
+        let version = Locked(1)
+        let loader = feedLoader(version)
+        let transport = makeTransport(loader: loader)
+        var values = transport.values(Feed.self, for: request(url)).makeAsyncIterator()
+        #expect(try await values.next()?.version == 1)
+        version.withLock { $0 = 2 }
+        await transport.invalidate(request(url))
+        #expect(try await values.next()?.version == 2)
+        version.withLock { $0 = 3 }
+        await transport.invalidateAll()
+        #expect(try await values.next()?.version == 3)
+        #expect(loader.callCount == 3)
+    }
+
+    @Test("a failure of the first value ends the stream with that error")
+    func firstFailureEnds() async throws {
+        let transport = makeTransport(loader: TestLoader(respond: TestLoader.failing(.notConnectedToInternet)))
+        var values = transport.values(Feed.self, for: request(url)).makeAsyncIterator()
+        let error = await thrownError { try await values.next() }
+        #expect((error as? URLError)?.code == .notConnectedToInternet)
+        #expect(transport.statistics.decodes == 0)
+    }
+
+    @Test("a later failure is skipped and the stream keeps listening")
+    func laterFailureSkipped() async throws {
+        let version = Locked(1)
+        // The refetch after the invalidation (call 2) fails; the others answer.
+        let loader = TestLoader { request, call in
+            if call == 2 { throw URLError(.notConnectedToInternet) }
+            return (feedBody(version.withLock { $0 }), TestLoader.response(for: request, status: 200))
+        }
+        let transport = makeTransport(loader: loader)
+        var values = transport.values(Feed.self, for: request(url)).makeAsyncIterator()
+        #expect(try await values.next()?.version == 1)
+        await transport.invalidate(request(url))
+        await loader.waitForCalls(2)
+        version.withLock { $0 = 3 }
+        _ = try await transport.refresh(request(url))
+        #expect(try await values.next()?.version == 3)
+        #expect(loader.callCount == 3)
+    }
+
+    @Test("a stream that decodes badly at first ends with the decoding error")
+    func firstDecodingFailureEnds() async throws {
+        let transport = makeTransport(loader: feedLoader(Locked(1)))
+        var values = transport.values([Item].self, for: request(url)).makeAsyncIterator()
+        let error = await thrownError { try await values.next() }
+        #expect((error as? ValueDecodingError)?.code == .decodingFailed)
+    }
+
+    @Test("a stream whose consumer stops releases its subscription")
+    func stoppedStreamUnregisters() async throws {
+        let transport = makeTransport(loader: feedLoader(Locked(1)))
+        let consumer = Task {
+            for try await _ in transport.values(Feed.self, for: request(url)) {}
+        }
+        await waitUntil { transport.statistics.subscribers == 1 && transport.statistics.decodes == 1 }
+        consumer.cancel()
+        _ = await consumer.result
+        await waitUntil { transport.statistics.subscribers == 0 }
+    }
+}
