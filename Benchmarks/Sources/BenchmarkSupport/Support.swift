@@ -50,9 +50,14 @@ public func prime(_ transport: CachedTransport, with requests: [URLRequest], wid
 
 /// A plain URLSession with a memory-only URLCache and the `returnCacheDataElseLoad` policy: the
 /// usual answer, for comparison.
-public func plainSession(memoryCapacity: Int = 64 * 1024 * 1024) -> (URLSession, URLCache) {
+public func plainSession(memoryCapacity: Int = 64 * 1024 * 1024, timeout: Duration? = nil) -> (URLSession, URLCache) {
     let cache = URLCache(memoryCapacity: memoryCapacity, diskCapacity: 0, diskPath: nil)
     let configuration = URLSessionConfiguration.ephemeral
+    if let timeout {
+        let seconds = Double(timeout.components.seconds)
+        configuration.timeoutIntervalForRequest = seconds
+        configuration.timeoutIntervalForResource = seconds
+    }
     configuration.urlCache = cache
     configuration.requestCachePolicy = .returnCacheDataElseLoad
     return (URLSession(configuration: configuration), cache)
