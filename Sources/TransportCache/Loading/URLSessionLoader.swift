@@ -50,7 +50,7 @@ final class URLSessionLoader: NetworkLoading {
         if let routeValue {
             request.setValue(routeValue, forHTTPHeaderField: TransportOverrideURLProtocol.routeHeader)
         }
-        let handle = TaskHandle()
+        let handle = TaskHandle(session: session)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 let task = session.dataTask(with: request) { data, response, error in
@@ -115,6 +115,11 @@ private final class TaskHandle: Sendable {
     }
 
     private let state = Locked(State.idle)
+    private let session: URLSession
+
+    init(session: URLSession) {
+        self.session = session
+    }
 
     /// Resumes `task` unless the handle was cancelled first.
     /// - Returns: false when cancelled; the task was not resumed.
@@ -134,9 +139,8 @@ private final class TaskHandle: Sendable {
             if case .running(let task) = state { return task }
             return nil
         }
-        guard let task else { return }
-        // `cancel()` waits synchronously on the session's work queue; the caller may be an actor's
-        // executor or a protocol callback, so it is sent to another queue.
-        DispatchQueue.global().async { task.cancel() }
+        // The caller may be an actor's executor or a protocol callback, where `cancel()` must not
+        // run; the session's delegate queue is safe, and keeps it from racing the completion.
+        task?.cancel(onDelegateQueueOf: session)
     }
 }
