@@ -8,16 +8,22 @@ import ServiceLifecycle
 /// benchmarks.
 ///
 /// GET and HEAD on any path answer `200` with the body
-/// `path=<path> query=<query> version=<n> auth=<Authorization or -> hit=<n>` and
-/// `Cache-Control: no-cache`. Query parameters change the answer:
+/// `path=<path> query=<query> version=<n> auth=<Authorization or -> hit=<n>` (followed by
+/// ` cookie=<Cookie>` when the request sends one) and `Cache-Control: no-cache`. Query parameters
+/// change the answer, and so do the same parameters in an `X-Origin-Query` request header (which
+/// is not part of a cache key, so a test can make one URL fail):
 /// - `delay=<ms>`: answer after that many milliseconds;
 /// - `status=<code>`: answer with that status;
 /// - `size=<bytes>`: a body of exactly that many bytes;
 /// - `cc=<value>`: `Cache-Control: <value>` (`cc=none` sends none; `maxage0` stands for `max-age=0`);
-/// - `pragma=no-cache`, `expires=past`, `vary=<header or *>`, `setcookie=1`: those headers;
+/// - `cc2=<value>`: a second `Cache-Control` field line after the first;
+/// - `pragma=no-cache`, `vary=<header or *>`, `setcookie=1`: those headers;
+/// - `expires=<value>`: `Expires: <value>` (`past` stands for the epoch);
 /// - `gate=1`: wait until the gate is open (see ``closeGate()``);
 /// - `drop=1`: promise a longer body than is sent, then close the connection;
-/// - `redirect=<path>`: `302` to that path.
+/// - `reset=1`: reset the connection (TCP RST) without answering;
+/// - `redirect=<path>`: `302` to that path;
+/// - `loop=1`: `302` to the request's own path and query, for ever.
 ///
 /// Other methods bump the path's version, answer with the request body echoed and `X-Version`.
 public final class LoopbackOrigin: Sendable {
@@ -41,8 +47,8 @@ public final class LoopbackOrigin: Sendable {
         logger.logLevel = .error
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let application = Application(
-            responder: CallbackResponder<BasicRequestContext> { request, _ in
-                try await OriginResponder.respond(to: request, state: state)
+            responder: CallbackResponder<OriginContext> { request, context in
+                try await OriginResponder.respond(to: request, context: context, state: state)
             },
             configuration: .init(address: .hostname("127.0.0.1", port: 0)),
             onServerRunning: { channel in
@@ -89,8 +95,14 @@ public final class LoopbackOrigin: Sendable {
     /// Requests that arrived in all.
     public var totalHits: Int { get async { await state.totalHits } }
 
-    /// The path's version: how many non-GET requests it has received.
+    /// The path's version: how many non-GET requests it has received, plus the bumps of
+    /// ``bumpVersion(of:)``.
     public func version(of path: String) async -> Int { await state.version(of: path) }
+
+    /// Changes the path's data on the server's side, as another client would.
+    /// - Returns: the new version.
+    @discardableResult
+    public func bumpVersion(of path: String) async -> Int { await state.bumpVersion(of: path) }
 
     /// From now on, requests with `gate=1` wait until ``openGate()``.
     public func closeGate() async { await state.closeGate() }
@@ -153,16 +165,38 @@ actor OriginState {
     }
 }
 
+/// The request context: the basic one plus the connection, which the `reset` answer needs.
+struct OriginContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    let channel: any Channel
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        channel = source.channel
+    }
+}
+
 enum OriginResponder {
-    static func respond(to request: Request, state: OriginState) async throws -> Response {
+    static func respond(to request: Request, context: OriginContext, state: OriginState) async throws -> Response {
         var request = request
         let path = request.uri.path
         let query = request.uri.query
         let key = query.map { "\(path)?\($0)" } ?? path
         let parameters = request.uri.queryParameters
-        func parameter(_ name: String) -> String? { parameters[Substring(name)].map(String.init) }
+        let extra = request.headers[.init("X-Origin-Query")!]
+            .flatMap { URLComponents(string: "?" + $0)?.queryItems } ?? []
+        func parameter(_ name: String) -> String? {
+            if let item = extra.last(where: { $0.name == name }) { return item.value ?? "" }
+            return parameters[Substring(name)].map(String.init)
+        }
 
         let hit = await state.recordHit(key: key, path: path)
+        if parameter("reset") == "1" {
+            // SO_LINGER with a zero timeout makes close() send RST instead of FIN.
+            try? await (context.channel as? any SocketOptionProvider)?.setSoLinger(linger(l_onoff: 1, l_linger: 0)).get()
+            try? await context.channel.close()
+            throw CancellationError()
+        }
         if parameter("gate") == "1" { await state.passGate() }
         if let delay = parameter("delay").flatMap(Int.init), delay > 0 {
             try await Task.sleep(for: .milliseconds(delay))
@@ -184,10 +218,19 @@ enum OriginResponder {
         case "maxage0": headers[.cacheControl] = "max-age=0"
         case let value?: headers[.cacheControl] = value
         }
+        if let second = parameter("cc2") { headers.append(.init(name: .cacheControl, value: second)) }
         if parameter("pragma") == "no-cache" { headers[.init("Pragma")!] = "no-cache" }
-        if parameter("expires") == "past" { headers[.expires] = "Thu, 01 Jan 1970 00:00:00 GMT" }
+        switch parameter("expires") {
+        case nil: break
+        case "past": headers[.expires] = "Thu, 01 Jan 1970 00:00:00 GMT"
+        case let value?: headers[.expires] = value
+        }
         if let vary = parameter("vary") { headers[.vary] = vary }
         if parameter("setcookie") == "1" { headers[.setCookie] = "session=\(hit)" }
+        if parameter("loop") == "1" {
+            headers[.location] = key
+            return Response(status: .found, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "loop")))
+        }
         if let location = parameter("redirect") {
             headers[.location] = location
             return Response(status: .found, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "redirect")))
@@ -206,7 +249,8 @@ enum OriginResponder {
         } else {
             let auth = request.headers[.authorization] ?? "-"
             let version = await state.version(of: path)
-            body = ByteBuffer(string: "path=\(path) query=\(query ?? "") version=\(version) auth=\(auth) hit=\(hit)")
+            let cookie = request.headers[.cookie].map { " cookie=\($0)" } ?? ""
+            body = ByteBuffer(string: "path=\(path) query=\(query ?? "") version=\(version) auth=\(auth) hit=\(hit)\(cookie)")
         }
         return Response(status: status, headers: headers, body: .init(byteBuffer: body))
     }

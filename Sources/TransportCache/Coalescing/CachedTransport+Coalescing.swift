@@ -195,6 +195,11 @@ extension CachedTransport {
         if let vary = http.value(forHTTPHeaderField: "Vary"), MemoryURLCache.varyNames(vary).contains("*") {
             return
         }
+        // A response that sets a cookie starts or changes a session: it belongs to the exchange
+        // that received it, and a later request (perhaps after a sign-out, with the same key
+        // headers) must not be handed that session. It is never stored, whatever the header
+        // override says.
+        if http.value(forHTTPHeaderField: "Set-Cookie") != nil { return }
         if let cacheControl = http.value(forHTTPHeaderField: "Cache-Control"),
            cacheControl.lowercased().split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "no-store" }) {
             return
@@ -249,5 +254,14 @@ extension CachedTransport {
         }
         waiter?.continuation.resume(throwing: CancellationError())
         task?.cancel()
+    }
+}
+
+extension CachedTransport {
+    /// What the transport still tracks on behalf of callers: fetches in flight, keys a request
+    /// may join a fetch on, and suspended callers. All zero whenever no request is in progress;
+    /// tests read it to prove that no caller or continuation is left behind.
+    nonisolated var pendingWork: (fetches: Int, joinable: Int, waiters: Int) {
+        inFlight.withLock { ($0.fetches.count, $0.joinable.count, $0.waiterLocations.count) }
     }
 }

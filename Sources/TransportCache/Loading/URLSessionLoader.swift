@@ -50,12 +50,12 @@ final class URLSessionLoader: NetworkLoading {
         if let routeValue {
             request.setValue(routeValue, forHTTPHeaderField: TransportOverrideURLProtocol.routeHeader)
         }
-        let handle = TaskHandle()
+        let handle = TaskHandle(session: session)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 let task = session.dataTask(with: request) { data, response, error in
                     if let error {
-                        continuation.resume(throwing: error)
+                        continuation.resume(throwing: Self.normalized(error))
                     } else if let response {
                         continuation.resume(returning: (data ?? Data(), response))
                     } else {
@@ -74,6 +74,38 @@ final class URLSessionLoader: NetworkLoading {
     }
 }
 
+extension URLSessionLoader {
+    /// `error`, except that a connection that broke in the middle of an answer is reported as
+    /// `URLError(.networkConnectionLost)` on every platform.
+    ///
+    /// Apple platforms report a body cut short (fewer bytes than its `Content-Length`) or a
+    /// connection reset while reading as `.networkConnectionLost`. swift-corelibs-foundation maps
+    /// only a reset seen while connecting to that code; the others arrive as `URLError(.unknown)`
+    /// carrying libcurl's message as their description. Those messages are recognised here, so
+    /// callers, and stale-if-error, see the same code everywhere. The original error is kept as
+    /// the underlying error. Any other error is returned as it is.
+    static func normalized(_ error: any Error) -> any Error {
+        guard let urlError = error as? URLError, urlError.code == .unknown else { return error }
+        let description = urlError.localizedDescription.lowercased()
+        guard connectionLossMessages.contains(where: description.contains) else { return error }
+        var userInfo = urlError.userInfo
+        userInfo[NSUnderlyingErrorKey] = error as NSError
+        return URLError(.networkConnectionLost, userInfo: userInfo)
+    }
+
+    /// libcurl's descriptions of a transfer the peer cut off: a partial body (CURLE_PARTIAL_FILE)
+    /// and a failed read or write on an open connection (CURLE_RECV_ERROR, CURLE_SEND_ERROR), in
+    /// the detailed form and in the generic form used when no detail was recorded.
+    static let connectionLossMessages = [
+        "transfer closed with",
+        "transferred a partial file",
+        "recv failure",
+        "failure when receiving data from the peer",
+        "send failure",
+        "failed sending data to the peer",
+    ]
+}
+
 /// The cancel-versus-start race of one data task.
 private final class TaskHandle: Sendable {
     private enum State {
@@ -83,6 +115,11 @@ private final class TaskHandle: Sendable {
     }
 
     private let state = Locked(State.idle)
+    private let session: URLSession
+
+    init(session: URLSession) {
+        self.session = session
+    }
 
     /// Resumes `task` unless the handle was cancelled first.
     /// - Returns: false when cancelled; the task was not resumed.
@@ -102,9 +139,8 @@ private final class TaskHandle: Sendable {
             if case .running(let task) = state { return task }
             return nil
         }
-        guard let task else { return }
-        // `cancel()` waits synchronously on the session's work queue; the caller may be an actor's
-        // executor or a protocol callback, so it is sent to another queue.
-        DispatchQueue.global().async { task.cancel() }
+        // The caller may be an actor's executor or a protocol callback, where `cancel()` must not
+        // run; the session's delegate queue is safe, and keeps it from racing the completion.
+        task?.cancel(onDelegateQueueOf: session)
     }
 }

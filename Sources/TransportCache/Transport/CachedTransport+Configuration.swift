@@ -53,7 +53,8 @@ extension CachedTransport {
         public var cacheOverride: CacheOverride? = CacheOverride()
 
         /// When true, a fetch that fails with a connectivity error (not connected, cannot connect,
-        /// cannot find the host, timed out, connection lost) for a key that still has a stored
+        /// cannot find the host, timed out, connection lost, including a connection closed or reset
+        /// in the middle of the answer) for a key that still has a stored
         /// entry, past its maximum age or being reloaded, answers with that entry instead of the
         /// error. The answer's response carries the ``CachedTransport/staleHeaderField`` header
         /// (test it with `isStaleAnswer`). Invalidated entries are gone and never served.

@@ -32,8 +32,13 @@ import FoundationNetworking
 /// entry's age, or throws `URLError(.resourceUnavailable)`.
 ///
 /// ## Errors
-/// Network errors arrive as the `URLError` URLSession gave. A caller whose task is cancelled gets
-/// `CancellationError`. A request without a URL throws `URLError(.badURL)`.
+/// Network errors arrive as the `URLError` URLSession gave, except that a connection closed or
+/// reset in the middle of an answer is `URLError(.networkConnectionLost)` on every platform
+/// (swift-corelibs-foundation reports it as `.unknown`; the original is the underlying error). A
+/// caller whose task is cancelled gets `CancellationError`. A request without a URL throws
+/// `URLError(.badURL)`.
+///
+/// A response that carries `Set-Cookie` reaches its callers but is never stored.
 public actor CachedTransport {
     let store: MemoryURLCache
     let loader: any NetworkLoading

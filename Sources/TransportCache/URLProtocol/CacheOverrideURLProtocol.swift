@@ -36,7 +36,7 @@ open class CacheOverrideURLProtocol: URLProtocol {
     /// `stopLoading()` abandoned (a suspended task restarts with a new one).
     private enum Phase {
         case idle
-        case fetching(generation: Int, task: URLSessionDataTask?)
+        case fetching(generation: Int, task: URLSessionDataTask?, session: URLSession?)
         /// The inner fetch ended; waiting to hand the outcome to the client on the session's queue.
         case finished(Outcome)
         case stopped
@@ -96,7 +96,7 @@ open class CacheOverrideURLProtocol: URLProtocol {
             switch loading.phase {
             case .idle, .stopped:
                 loading.generation += 1
-                loading.phase = .fetching(generation: loading.generation, task: nil)
+                loading.phase = .fetching(generation: loading.generation, task: nil, session: nil)
                 return .fetch(generation: loading.generation)
             case .finished:
                 return .deliver
@@ -142,8 +142,8 @@ open class CacheOverrideURLProtocol: URLProtocol {
                 instance.value.fetched(Outcome(data: data, response: response, error: error), generation: generation)
             }
             let start = instance.value.loading.withLock { loading in
-                guard case .fetching(generation, nil) = loading.phase else { return false }
-                loading.phase = .fetching(generation: generation, task: task)
+                guard case .fetching(generation, nil, _) = loading.phase else { return false }
+                loading.phase = .fetching(generation: generation, task: task, session: route.session)
                 return true
             }
             if start { task.resume() }
@@ -153,7 +153,7 @@ open class CacheOverrideURLProtocol: URLProtocol {
     /// Takes the outcome of inner fetch `generation` and has it delivered to the client.
     private func fetched(_ outcome: Outcome, generation: Int) {
         let current = loading.withLock { loading in
-            guard case .fetching(generation, _) = loading.phase else { return false }
+            guard case .fetching(generation, _, _) = loading.phase else { return false }
             loading.phase = .finished(outcome)
             return true
         }
@@ -186,13 +186,14 @@ open class CacheOverrideURLProtocol: URLProtocol {
     }
 
     open override func stopLoading() {
-        let task = loading.withLock { loading -> URLSessionDataTask? in
+        let fetching = loading.withLock { loading -> (URLSessionDataTask, URLSession)? in
             defer { loading.phase = .stopped }
-            if case .fetching(_, let task) = loading.phase { return task }
+            if case .fetching(_, let task?, let session?) = loading.phase { return (task, session) }
             return nil
         }
-        // `cancel()` waits on a session queue; this runs on one.
-        if let task { DispatchQueue.global().async { task.cancel() } }
+        // `cancel()` waits on a session queue, and this runs on one; the inner session's delegate
+        // queue is another, and the one that keeps the cancel from racing the task's completion.
+        if let fetching { fetching.0.cancel(onDelegateQueueOf: fetching.1) }
     }
 
     /// Tells the client how the inner fetch ended, unless loading was stopped. The lock is held
