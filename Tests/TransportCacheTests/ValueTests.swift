@@ -65,7 +65,7 @@ extension CachedTransport {
     var callersWaitingForDecode: Int {
         store.state.withLock { state in
             state.entries.keys.reduce(0) { total, key in
-                let slots = state.entries.peekValue(forKey: key)?.decoded.values.map { $0 } ?? []
+                let slots = state.entries.peekValue(forKey: key)?.all.flatMap { $0.decoded.values } ?? []
                 return total + slots.reduce(0) { count, slot in
                     if case .decoding(let waiters) = slot { return count + waiters.count }
                     return count

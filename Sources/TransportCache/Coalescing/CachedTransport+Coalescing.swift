@@ -24,8 +24,16 @@ struct InFlight: Sendable {
     }
 
     /// Starts bookkeeping for a new fetch whose first waiter is `waiter`.
-    /// - Returns: the fetch's identifier and the request to send.
-    mutating func begin(_ waiter: Waiter, key: CacheKey, isReload: Bool) -> (id: Int, request: URLRequest) {
+    /// - Returns: the fetch's identifier and the fetch.
+    mutating func begin(_ waiter: Waiter, key: CacheKey, isReload: Bool) -> (id: Int, fetch: Fetch) {
+        let started = begin(key: key, request: waiter.request, isReload: isReload, first: waiter)
+        waiterLocations[waiter.id] = started.id
+        return started
+    }
+
+    /// Starts bookkeeping for a new fetch of `request`, with `first` as its first waiter or, for a
+    /// background revalidation, none.
+    mutating func begin(key: CacheKey, request: URLRequest, isReload: Bool, isBackground: Bool = false, first: Waiter?) -> (id: Int, fetch: Fetch) {
         if let older = joinable[key] {
             // A reload supersedes a fetch that started before it: that one still answers its
             // callers but must not overwrite the newer answer.
@@ -33,9 +41,9 @@ struct InFlight: Sendable {
         }
         let fetchID = makeIdentifier()
         joinable[key] = fetchID
-        waiterLocations[waiter.id] = fetchID
-        fetches[fetchID] = Fetch(key: key, request: waiter.request, isReload: isReload, first: waiter)
-        return (fetchID, waiter.request)
+        let fetch = Fetch(key: key, request: request, isReload: isReload, isBackground: isBackground, first: first)
+        fetches[fetchID] = fetch
+        return (fetchID, fetch)
     }
 
     /// Adds `waiter` to the joinable fetch for `key`, if there is one it may join.
@@ -82,13 +90,14 @@ extension CachedTransport {
                         return .joined
                     }
                     // A fetch may have completed between the caller's lookup and now.
-                    if !isReload, let hit = store.answer(for: key, headers: headers, at: hasMaximumAge ? now() : nil, counting: false) {
+                    if !isReload, let hit = store.answer(for: key, headers: headers, at: hasMaximumAge ? now() : nil, counting: false),
+                       !hit.revalidate {
                         store.record { $0.memoryHits += 1 }
-                        return .answered(hit)
+                        return .answered((hit.data, hit.response))
                     }
                     store.record { $0.networkFetches += 1 }
                     let started = state.begin(waiter, key: key, isReload: isReload)
-                    return .launch(started.id, started.request)
+                    return .launch(started.id, outgoingRequest(for: started.fetch))
                 }
                 switch step {
                 case .joined: break
@@ -100,6 +109,37 @@ extension CachedTransport {
         } onCancel: {
             cancelWaiter(waiterID)
         }
+    }
+
+    /// Starts one background revalidation of `key`, unless a fetch for it is already in flight
+    /// (which will bring the entry up to date itself). Called after a stale-window answer.
+    nonisolated func revalidateInBackground(_ request: URLRequest, key: CacheKey) {
+        let launchable = inFlight.withLock { state -> (Int, URLRequest)? in
+            guard state.joinable[key] == nil else { return nil }
+            store.record {
+                $0.networkFetches += 1
+                $0.backgroundRevalidations += 1
+            }
+            let started = state.begin(key: key, request: request, isReload: true, isBackground: true, first: nil)
+            return (started.id, outgoingRequest(for: started.fetch))
+        }
+        if let (fetchID, outgoing) = launchable { launch(fetchID, outgoing) }
+    }
+
+    /// The request `fetch` sends: its first caller's, made conditional on the stored entry when
+    /// there is one with validators and ``Configuration/usesConditionalRequests`` is on. Call with
+    /// the in-flight lock held.
+    private nonisolated func outgoingRequest(for fetch: Fetch) -> URLRequest {
+        guard configuration.usesConditionalRequests,
+              let entry = store.storedResponse(for: fetch.key, headers: fetch.request.allHTTPHeaderFields),
+              entry.hasValidators
+        else {
+            fetch.revalidating = nil
+            return fetch.request
+        }
+        fetch.revalidating = entry
+        store.record { $0.conditionalRequests += 1 }
+        return ConditionalRequest.revalidating(fetch.request, against: entry)
     }
 
     /// Sends fetch `fetchID`'s request and completes the fetch with the answer.
@@ -128,18 +168,38 @@ extension CachedTransport {
     /// The store and its change announcement happen under the in-flight lock, which invalidation
     /// also holds, so a detached fetch never writes and changes are announced in the order they
     /// were made. Callers are resumed after the lock is released, in the order they joined.
+    ///
+    /// A `304` to a conditional fetch answers with the stored body (status 200) and updates the
+    /// entry's headers and age; when the entry is gone (invalidated, evicted or replaced while
+    /// the request was in flight) the fetch is sent again without conditions, so no caller ever
+    /// gets the empty body of a 304.
     private nonisolated func complete(_ fetchID: Int, with result: Result<(Data, URLResponse), any Error>) {
         var answers: [(Waiter, Result<(Data, URLResponse), any Error>)] = []
         var relaunches: [(Int, URLRequest)] = []
         inFlight.withLock { state in
             // Gone when every caller left: the answer of a cancelled fetch is dropped.
-            guard let fetch = state.fetches.removeValue(forKey: fetchID) else { return }
+            guard let fetch = state.fetches[fetchID] else { return }
+            var result = result
+            var stored = false
+            if case .success(let (_, fetched)) = result, let validated = fetch.revalidating,
+               let notModified = fetched as? HTTPURLResponse, notModified.statusCode == 304 {
+                fetch.revalidating = nil
+                if let current = confirm(validated, for: fetch, with: notModified) {
+                    result = .success((current.data, current.response))
+                    stored = true
+                } else if fetch.hasWaiters {
+                    relaunches.append((fetchID, fetch.request))
+                    return
+                }
+            }
+            state.fetches[fetchID] = nil
             if state.joinable[fetch.key] == fetchID { state.joinable[fetch.key] = nil }
             let waiters = fetch.waiters
             for waiter in waiters { state.waiterLocations[waiter.id] = nil }
             answers.reserveCapacity(waiters.count)
             switch result {
             case .failure(let error):
+                if fetch.isBackground { store.record { $0.failedBackgroundRevalidations += 1 } }
                 for waiter in waiters {
                     if let stale = staleAnswer(for: fetch.key, request: waiter.request, after: error) {
                         answers.append((waiter, .success(stale)))
@@ -148,8 +208,11 @@ extension CachedTransport {
                     }
                 }
             case .success(let (data, fetched)):
-                let response = overridden(fetched)
-                if fetch.storesResult { storeIfAllowed(data, response: response, for: fetch) }
+                let response = stored ? fetched : overridden(fetched)
+                if !stored {
+                    let kept = fetch.storesResult && storeIfAllowed(data, response: response, for: fetch)
+                    if fetch.isBackground, fetch.storesResult, !kept { store.record { $0.failedBackgroundRevalidations += 1 } }
+                }
                 let vary = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Vary")
                     .map(MemoryURLCache.varyNames) ?? []
                 let leaderHeaders = fetch.request.allHTTPHeaderFields
@@ -162,13 +225,34 @@ extension CachedTransport {
                         // sent differently: it needs its own representation.
                         store.record { $0.networkFetches += 1 }
                         let started = state.begin(waiter, key: fetch.key, isReload: fetch.isReload)
-                        relaunches.append((started.id, started.request))
+                        relaunches.append((started.id, outgoingRequest(for: started.fetch)))
                     }
                 }
             }
         }
         for (waiter, answer) in answers { waiter.continuation.resume(with: answer) }
         for (fetchID, request) in relaunches { launch(fetchID, request) }
+    }
+
+    /// Takes a `304 Not Modified` for `validated`, the entry `fetch` asked about.
+    /// - Returns: the entry to answer with (updated in the store when the fetch may write), or nil
+    ///   when it is no longer stored.
+    private nonisolated func confirm(_ validated: StoredResponse, for fetch: Fetch, with notModified: HTTPURLResponse) -> StoredResponse? {
+        guard fetch.storesResult, let url = fetch.request.url else {
+            // Superseded by a newer reload: the body is confirmed, but the store is not this
+            // fetch's to change.
+            guard store.state.withLock({ $0.holds(validated, for: fetch.key) }) else { return nil }
+            store.record { $0.notModified += 1 }
+            return validated
+        }
+        let rewritten = (overridden(notModified) as? HTTPURLResponse) ?? notModified
+        return store.revalidate(
+            validated,
+            for: fetch.key,
+            with: rewritten,
+            maximumAge: configuration.maximumAge(for: url),
+            staleWindow: configuration.staleWindow(for: url)
+        )
     }
 
     /// `response` as the header override presents it, when the override applies to its URL. The
@@ -186,34 +270,41 @@ extension CachedTransport {
         names.allSatisfy { StoredResponse.value(named: $0, in: headers) == StoredResponse.value(named: $0, in: other) }
     }
 
-    private nonisolated func storeIfAllowed(_ data: Data, response: URLResponse, for fetch: Fetch) {
+    /// Stores a fetched answer when its status, headers and size allow.
+    /// - Returns: whether it was stored.
+    @discardableResult
+    private nonisolated func storeIfAllowed(_ data: Data, response: URLResponse, for fetch: Fetch) -> Bool {
         guard let http = response as? HTTPURLResponse,
               configuration.storableStatusCodes.contains(http.statusCode),
+              // A partial answer is never the whole resource a later request wants.
+              http.statusCode != 206,
               let url = fetch.request.url
-        else { return }
+        else { return false }
         // What the header override did not rewrite is taken at its word.
         if let vary = http.value(forHTTPHeaderField: "Vary"), MemoryURLCache.varyNames(vary).contains("*") {
-            return
+            return false
         }
         // A response that sets a cookie starts or changes a session: it belongs to the exchange
         // that received it, and a later request (perhaps after a sign-out, with the same key
         // headers) must not be handed that session. It is never stored, whatever the header
         // override says.
-        if http.value(forHTTPHeaderField: "Set-Cookie") != nil { return }
+        if http.value(forHTTPHeaderField: "Set-Cookie") != nil { return false }
         if let cacheControl = http.value(forHTTPHeaderField: "Cache-Control"),
            cacheControl.lowercased().split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "no-store" }) {
-            return
+            return false
         }
         let outcome = store.store(
             data,
             response: response,
             for: fetch.key,
             requestHeaders: fetch.request.allHTTPHeaderFields,
-            maximumAge: configuration.maximumAge(for: url)
+            maximumAge: configuration.maximumAge(for: url),
+            staleWindow: configuration.staleWindow(for: url)
         )
         if outcome == .stored(changedBytes: true), let normalized = URL(string: fetch.key.url) {
             broadcaster.publish(.updated(normalized))
         }
+        return outcome != .tooLarge
     }
 
     /// The stored entry for `key`, marked stale, when stale-if-error is on and `error` is a
@@ -221,19 +312,10 @@ extension CachedTransport {
     private nonisolated func staleAnswer(for key: CacheKey, request: URLRequest, after error: any Error) -> (Data, URLResponse)? {
         guard configuration.staleIfError,
               let error = error as? URLError, Self.connectivityErrors.contains(error.code),
-              let stored = store.storedResponse(for: key),
-              stored.matchesVary(of: request.allHTTPHeaderFields),
-              let http = stored.response as? HTTPURLResponse, let url = http.url
+              let stored = store.storedResponse(for: key, headers: request.allHTTPHeaderFields)
         else { return nil }
-        var fields = http.allHeaderFields.reduce(into: [String: String]()) { fields, field in
-            fields[String(describing: field.key)] = String(describing: field.value)
-        }
-        fields[Self.staleHeaderField] = String(error.code.rawValue)
-        guard let marked = HTTPURLResponse(url: url, statusCode: http.statusCode, httpVersion: "HTTP/1.1", headerFields: fields) else {
-            return nil
-        }
         store.record { $0.staleAnswers += 1 }
-        return (stored.data, marked)
+        return (stored.data, StoredResponse.marked(stored.response, value: String(error.code.rawValue)))
     }
 
     private static let connectivityErrors: Set<URLError.Code> = [
@@ -247,7 +329,8 @@ extension CachedTransport {
             guard let fetchID = state.waiterLocations.removeValue(forKey: waiterID),
                   let fetch = state.fetches[fetchID], let waiter = fetch.remove(waiterID)
             else { return (nil, nil) }
-            guard !fetch.hasWaiters else { return (waiter, nil) }
+            // A background revalidation runs on without callers: it brings the entry up to date.
+            guard !fetch.hasWaiters, !fetch.isBackground else { return (waiter, nil) }
             state.fetches[fetchID] = nil
             if state.joinable[fetch.key] == fetchID { state.joinable[fetch.key] = nil }
             return (waiter, fetch.task)

@@ -17,6 +17,13 @@ final class Fetch: @unchecked Sendable {
     /// Started by a reload (`refresh`, or a policy that ignores the cache): ordinary requests may
     /// join it, and a later reload may too.
     let isReload: Bool
+    /// Started by a stale-window answer, with no caller of its own: it runs to its end even when
+    /// every caller that joined it leaves, and its failure reaches nobody but the callers that
+    /// joined.
+    let isBackground: Bool
+    /// The stored entry this fetch asked the origin to confirm (`If-None-Match` /
+    /// `If-Modified-Since`), when it was sent conditionally.
+    var revalidating: StoredResponse?
     /// Cleared when the key is invalidated or a newer reload starts while this fetch is in flight:
     /// its answer still reaches its callers but is not written into the store.
     var storesResult = true
@@ -28,11 +35,12 @@ final class Fetch: @unchecked Sendable {
     private var ordered: [Waiter?] = []
     private var positions: [Int: Int] = [:]
 
-    init(key: CacheKey, request: URLRequest, isReload: Bool, first: Waiter) {
+    init(key: CacheKey, request: URLRequest, isReload: Bool, isBackground: Bool = false, first: Waiter?) {
         self.key = key
         self.request = request
         self.isReload = isReload
-        add(first)
+        self.isBackground = isBackground
+        if let first { add(first) }
     }
 
     func add(_ waiter: Waiter) {

@@ -60,8 +60,8 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         return slots[position].cost
     }
 
-    /// Charges `key`'s value `amount` more, marks it the most recently used, and evicts the least
-    /// recently used other values until the budget holds.
+    /// Charges `key`'s value `amount` more (less when negative), marks it the most recently used,
+    /// and evicts the least recently used other values until the budget holds.
     /// - Returns: how many values were evicted, or nil when `key` has no value or its new cost
     ///   alone would exceed the budget (then nothing changes).
     /// - Complexity: O(1) plus O(1) per evicted value.

@@ -24,12 +24,17 @@ final class MemoryURLCache: URLCache, @unchecked Sendable {
     // behind a lock, and every other stored property is an immutable `let` of a Sendable type.
 
     struct State {
-        var entries: LeastRecentlyUsed<CacheKey, StoredResponse>
+        var entries: LeastRecentlyUsed<CacheKey, StoredVariants>
         var statistics = CacheStatistics()
 
         mutating func syncGauges() {
             statistics.bytesHeld = entries.totalCost
             statistics.entries = entries.count
+        }
+
+        /// Whether `entry` is still one of the variants stored for `key`.
+        func holds(_ entry: StoredResponse, for key: CacheKey) -> Bool {
+            entries.peekValue(forKey: key)?.contains(entry) ?? false
         }
     }
 
@@ -37,17 +42,21 @@ final class MemoryURLCache: URLCache, @unchecked Sendable {
     let keyHeaders: KeyHeaders
     /// The share of the capacity one entry may take, 0...1.
     let maximumEntryShare: Double
+    /// How many `Vary` variants one key keeps, at least one.
+    let maximumVariants: Int
     let now: @Sendable () -> ContinuousClock.Instant
 
     init(
         memoryCapacity: Int,
         maximumEntryShare: Double,
+        maximumVariants: Int = 4,
         keyHeaders: KeyHeaders,
         now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }
     ) {
         state = Locked(State(entries: LeastRecentlyUsed(capacity: memoryCapacity)))
         self.keyHeaders = keyHeaders
         self.maximumEntryShare = min(1, max(0, maximumEntryShare))
+        self.maximumVariants = max(1, maximumVariants)
         self.now = now
         #if canImport(FoundationNetworking)
         // corelibs creates the folder it is given (or a default one under the user's cache
@@ -61,65 +70,96 @@ final class MemoryURLCache: URLCache, @unchecked Sendable {
 
     // MARK: - The transport's interface
 
+    /// A stored answer: fresh, or within its stale-while-revalidate window (`revalidate`), in which
+    /// case its response is marked stale and the caller should start a background revalidation.
+    struct Hit {
+        let data: Data
+        let response: URLResponse
+        let revalidate: Bool
+    }
+
     /// The stored answer for `key`, if one may be reused for a request with `headers`.
     ///
     /// - Parameters:
-    ///   - instant: the current time, to skip entries past their maximum age; nil returns them too
-    ///     (`returnCacheDataDontLoad`, or no maximum age configured, so the clock is not read).
+    ///   - instant: the current time, to skip entries past their maximum age (and stale window);
+    ///     nil returns them too (`returnCacheDataDontLoad`, or no maximum age configured, so the
+    ///     clock is not read).
     ///   - counting: count the lookup as a request, and as a hit when it hits.
-    /// - Complexity: O(1): one hash lookup under the lock.
+    /// - Complexity: O(1): one hash lookup under the lock (plus a scan of the key's few variants
+    ///   when the origin sent `Vary`).
     func answer(
         for key: CacheKey,
         headers: [String: String]?,
         at instant: ContinuousClock.Instant?,
         counting: Bool
-    ) -> (Data, URLResponse)? {
+    ) -> Hit? {
         state.withLock { state in
             if counting { state.statistics.requests += 1 }
-            let found = state.entries.value(forKey: key) { stored in
-                if !stored.vary.isEmpty, !stored.matchesVary(of: headers) { return false }
-                if let instant, let expiresAt = stored.expiresAt, instant >= expiresAt { return false }
+            var found: StoredResponse?
+            var revalidate = false
+            _ = state.entries.value(forKey: key) { variants in
+                guard let match = variants.match(headers) else { return false }
+                if let instant, let expiresAt = match.expiresAt, instant >= expiresAt {
+                    guard let staleUntil = match.staleUntil, instant < staleUntil else { return false }
+                    revalidate = true
+                }
+                found = match
                 return true
             }
             guard let found else { return nil }
             if counting { state.statistics.memoryHits += 1 }
-            return (found.data, found.response)
+            guard revalidate else { return Hit(data: found.data, response: found.response, revalidate: false) }
+            state.statistics.staleWindowAnswers += 1
+            return Hit(data: found.data, response: found.staleWindowAnswer(), revalidate: true)
         }
     }
 
-    /// The stored entry for `key` whatever its age or `Vary`, without touching its recency.
-    func storedResponse(for key: CacheKey) -> StoredResponse? {
-        state.withLock { $0.entries.peekValue(forKey: key) }
+    /// The stored variant of `key` a request with `headers` may reuse, whatever its age, without
+    /// touching recency.
+    func storedResponse(for key: CacheKey, headers: [String: String]?) -> StoredResponse? {
+        state.withLock { $0.entries.peekValue(forKey: key)?.peek(headers) }
     }
 
     enum StoreOutcome: Equatable {
-        /// Stored; `changedBytes` is false when the same body was already held for the key.
+        /// Stored; `changedBytes` is false when the same body was already held for the key and
+        /// variant.
         case stored(changedBytes: Bool)
         /// Larger than the largest entry allowed: not stored, counted.
         case tooLarge
     }
 
-    /// Stores `data` and `response` for `key`.
+    /// Stores `data` and `response` for `key`, as the variant selected by the request's values of
+    /// the headers the response names in `Vary`.
+    ///
+    /// The variant with the same values is replaced; the others are kept, most recently used
+    /// first, up to ``maximumVariants``, unless the response names other `Vary` headers than they
+    /// did (then they are dropped: the origin changed how it selects representations).
     ///
     /// - Parameters:
     ///   - requestHeaders: the headers of the request that fetched it, for the `Vary` check.
-    ///   - maximumAge: after this long, `returnCacheDataElseLoad` no longer returns the entry.
+    ///   - maximumAge: after this long the entry is no longer fresh.
+    ///   - staleWindow: how long past its maximum age the entry still answers while it is
+    ///     revalidated in the background.
     @discardableResult
     func store(
         _ data: Data,
         response: URLResponse,
         for key: CacheKey,
         requestHeaders: [String: String]?,
-        maximumAge: Duration?
+        maximumAge: Duration?,
+        staleWindow: Duration? = nil
     ) -> StoreOutcome {
         let cost = StoredResponse.cost(of: data, response: response, key: key)
         let storedAt = now()
+        let expiresAt = maximumAge.map { storedAt.advanced(by: $0) }
         let entry = StoredResponse(
             data: data,
             response: response,
             vary: varyHeaders(of: response, requestHeaders: requestHeaders),
+            cost: cost,
             storedAt: storedAt,
-            expiresAt: maximumAge.map { storedAt.advanced(by: $0) }
+            expiresAt: expiresAt,
+            staleUntil: staleWindow.flatMap { window in expiresAt.map { $0.advanced(by: window) } }
         )
         return state.withLock { state in
             let limit = Int(Double(state.entries.capacity) * maximumEntryShare)
@@ -127,19 +167,25 @@ final class MemoryURLCache: URLCache, @unchecked Sendable {
                 state.statistics.rejectedTooLarge += 1
                 return .tooLarge
             }
-            let previous = state.entries.peekValue(forKey: key)
+            var previous: StoredResponse?
+            var kept: [StoredResponse] = []
+            let names = entry.vary.map(\.name)
+            for variant in state.entries.peekValue(forKey: key)?.all ?? [] {
+                if variant.vary == entry.vary {
+                    previous = variant
+                } else if variant.vary.map(\.name) == names {
+                    kept.append(variant)
+                }
+            }
             let sameBytes = previous?.data == data
-            var total = cost
             if sameBytes, let previous {
                 // The same bytes decode to the same values: the new entry keeps them.
                 let carried = previous.decoded.filter { $0.value.isDecoded }
                 let carriedCost = carried.values.reduce(0) { $0 + $1.cost }
-                if total + carriedCost <= state.entries.capacity {
-                    entry.decoded = carried
-                    total += carriedCost
-                }
+                if cost + carriedCost <= state.entries.capacity { entry.decoded = carried }
             }
-            let (_, evicted) = state.entries.setValue(entry, forKey: key, cost: total)
+            let variants = StoredVariants([entry] + kept.prefix(maximumVariants - 1))
+            let (_, evicted) = state.entries.setValue(variants, forKey: key, cost: variants.totalCost)
             state.statistics.stores += 1
             state.statistics.evictions += evicted
             state.syncGauges()
@@ -147,7 +193,71 @@ final class MemoryURLCache: URLCache, @unchecked Sendable {
         }
     }
 
-    /// Removes the entry for `key`.
+    /// Takes a `304 Not Modified` for `entry`: the stored body stays, its headers are updated from
+    /// `notModified` (RFC 9111 section 4.3.4) and its age restarts.
+    ///
+    /// - Returns: the updated entry, or nil when `entry` is no longer stored for `key` (it was
+    ///   invalidated, evicted or replaced while the request was in flight).
+    func revalidate(
+        _ entry: StoredResponse,
+        for key: CacheKey,
+        with notModified: HTTPURLResponse,
+        maximumAge: Duration?,
+        staleWindow: Duration?
+    ) -> StoredResponse? {
+        let response = Self.updated(entry.response, from: notModified)
+        let storedAt = now()
+        let expiresAt = maximumAge.map { storedAt.advanced(by: $0) }
+        let updated = StoredResponse(
+            data: entry.data,
+            response: response,
+            vary: entry.vary,
+            cost: StoredResponse.cost(of: entry.data, response: response, key: key),
+            storedAt: storedAt,
+            expiresAt: expiresAt,
+            staleUntil: staleWindow.flatMap { window in expiresAt.map { $0.advanced(by: window) } }
+        )
+        return state.withLock { state in
+            guard let variants = state.entries.peekValue(forKey: key) else { return nil }
+            let before = variants.totalCost
+            updated.decoded = entry.decoded.filter { $0.value.isDecoded }
+            guard variants.replace(entry, with: updated) else { return nil }
+            _ = variants.match(nil)
+            if let evicted = state.entries.addCost(variants.totalCost - before, forKey: key) {
+                state.statistics.evictions += evicted
+            } else {
+                state.entries.removeValue(forKey: key)
+                state.statistics.evictions += 1
+            }
+            state.statistics.notModified += 1
+            state.syncGauges()
+            return updated
+        }
+    }
+
+    /// Header fields a `304` must not change in the stored response: they describe the stored
+    /// message itself, or only the connection (RFC 9111 sections 3.1 and 3.2).
+    static let headersKeptOn304: Set<String> = [
+        "content-length", "content-encoding", "content-range", "transfer-encoding", "connection",
+        "keep-alive", "te", "trailer", "upgrade", "proxy-connection", "proxy-authenticate",
+        "proxy-authorization",
+    ]
+
+    /// `stored` with every header field of `notModified` added or replaced, except
+    /// ``headersKeptOn304``, and the stored status.
+    static func updated(_ stored: URLResponse, from notModified: HTTPURLResponse) -> URLResponse {
+        guard let http = stored as? HTTPURLResponse, let url = http.url else { return stored }
+        var fields = StoredResponse.headerFields(of: http)
+        for (name, value) in StoredResponse.headerFields(of: notModified) where !headersKeptOn304.contains(name.lowercased()) {
+            for existing in fields.keys where existing.caseInsensitiveCompare(name) == .orderedSame {
+                fields[existing] = nil
+            }
+            fields[name] = value
+        }
+        return HTTPURLResponse(url: url, statusCode: http.statusCode, httpVersion: "HTTP/1.1", headerFields: fields) ?? stored
+    }
+
+    /// Removes the entry for `key`, every variant of it.
     /// - Returns: whether an entry was removed.
     @discardableResult
     func remove(_ key: CacheKey) -> Bool {
@@ -205,9 +315,9 @@ final class MemoryURLCache: URLCache, @unchecked Sendable {
 
     override func cachedResponse(for request: URLRequest) -> CachedURLResponse? {
         guard let key = key(for: request),
-              let (data, response) = answer(for: key, headers: request.allHTTPHeaderFields, at: nil, counting: false)
+              let hit = answer(for: key, headers: request.allHTTPHeaderFields, at: nil, counting: false)
         else { return nil }
-        return CachedURLResponse(response: response, data: data, userInfo: nil, storagePolicy: .allowedInMemoryOnly)
+        return CachedURLResponse(response: hit.response, data: hit.data, userInfo: nil, storagePolicy: .allowedInMemoryOnly)
     }
 
     override func storeCachedResponse(_ cachedResponse: CachedURLResponse, for request: URLRequest) {
@@ -232,7 +342,7 @@ final class MemoryURLCache: URLCache, @unchecked Sendable {
         let elapsed = Duration.seconds(max(0, Date().timeIntervalSince(date)))
         let threshold = now().advanced(by: .zero - elapsed)
         state.withLock { state in
-            let removed = state.entries.removeAll { _, stored in stored.storedAt > threshold }
+            let removed = state.entries.removeAll { _, variants in variants.all.contains { $0.storedAt > threshold } }
             state.statistics.invalidations += removed.count
             state.syncGauges()
         }

@@ -7,35 +7,94 @@ import FoundationNetworking
 ///
 /// A class, so that a hit takes it out of the store with one retain rather than copying each field.
 ///
-/// `@unchecked Sendable`: every stored property but ``decoded`` is an immutable `let` of a Sendable
-/// type, and ``decoded`` is only read or written while the owning ``MemoryURLCache``'s lock is
-/// held.
+/// `@unchecked Sendable`: every stored property but ``decoded`` and the lazily built
+/// stale-window response is an immutable `let` of a Sendable type, and those two are only read or
+/// written while the owning ``MemoryURLCache``'s lock is held.
 final class StoredResponse: @unchecked Sendable {
     let data: Data
     let response: URLResponse
     /// Headers the response named in `Vary` (beyond the key's own), with the storing request's
     /// values: a later request must carry the same values to reuse this entry.
     let vary: [VaryHeader]
+    /// What the entry is charged for its body, URL and headers (decoded values come on top).
+    let cost: Int
     let storedAt: ContinuousClock.Instant
-    /// When set, the entry is no longer returned by `returnCacheDataElseLoad` from this instant on.
+    /// When set, the entry is no longer returned as fresh from this instant on.
     let expiresAt: ContinuousClock.Instant?
+    /// When set, the entry answers at once, marked stale, until this instant past ``expiresAt``,
+    /// while a background revalidation brings it up to date.
+    let staleUntil: ContinuousClock.Instant?
+    /// The response's `ETag` and `Last-Modified`, sent back as `If-None-Match` and
+    /// `If-Modified-Since` when the entry is revalidated.
+    let entityTag: String?
+    let lastModified: String?
     /// Values decoded from ``data``, by type and decoder, and decodes in progress. They live and
     /// die with this entry: an invalidated, evicted or replaced entry takes them along, except a
     /// replacement with the same bytes, which carries them over. Guarded by the store's lock.
     var decoded: [DecodedValueKey: DecodedSlot] = [:]
+    /// ``response`` marked as a stale-window answer, built on the first such answer. Guarded by
+    /// the store's lock.
+    private var staleWindowResponse: URLResponse?
 
-    init(data: Data, response: URLResponse, vary: [VaryHeader], storedAt: ContinuousClock.Instant, expiresAt: ContinuousClock.Instant?) {
+    init(
+        data: Data,
+        response: URLResponse,
+        vary: [VaryHeader],
+        cost: Int,
+        storedAt: ContinuousClock.Instant,
+        expiresAt: ContinuousClock.Instant?,
+        staleUntil: ContinuousClock.Instant?
+    ) {
         self.data = data
         self.response = response
         self.vary = vary
+        self.cost = cost
         self.storedAt = storedAt
         self.expiresAt = expiresAt
+        self.staleUntil = staleUntil
+        let http = response as? HTTPURLResponse
+        entityTag = http?.value(forHTTPHeaderField: "ETag")
+        lastModified = http?.value(forHTTPHeaderField: "Last-Modified")
     }
 
     struct VaryHeader: Sendable, Hashable {
         /// Lowercased header name.
         let name: String
         let value: String?
+    }
+
+    /// True when the entry can be revalidated with a conditional request.
+    var hasValidators: Bool { entityTag != nil || lastModified != nil }
+
+    /// The bytes charged for this entry and the values decoded from it.
+    var totalCost: Int {
+        var total = cost
+        for slot in decoded.values { total += slot.cost }
+        return total
+    }
+
+    /// The response a stale-window answer carries: ``response`` with
+    /// ``CachedTransport/staleHeaderField`` set to ``CachedTransport/revalidatingStaleValue``.
+    /// Built once per entry. Call with the store's lock held.
+    func staleWindowAnswer() -> URLResponse {
+        if let staleWindowResponse { return staleWindowResponse }
+        let marked = Self.marked(response, value: CachedTransport.revalidatingStaleValue)
+        staleWindowResponse = marked
+        return marked
+    }
+
+    /// `response` with ``CachedTransport/staleHeaderField`` set to `value`.
+    static func marked(_ response: URLResponse, value: String) -> URLResponse {
+        guard let http = response as? HTTPURLResponse, let url = http.url else { return response }
+        var fields = headerFields(of: http)
+        fields[CachedTransport.staleHeaderField] = value
+        return HTTPURLResponse(url: url, statusCode: http.statusCode, httpVersion: "HTTP/1.1", headerFields: fields) ?? response
+    }
+
+    static func headerFields(of response: HTTPURLResponse) -> [String: String] {
+        response.allHeaderFields.reduce(into: [String: String]()) { fields, field in
+            fields[String(describing: field.key)] = String(describing: field.value)
+        }
     }
 
     /// The bytes an entry is charged against the budget: the body, the URL and header text, and a
@@ -66,4 +125,51 @@ final class StoredResponse: @unchecked Sendable {
         }
         return nil
     }
+}
+
+/// The representations stored for one key: one per combination of values of the request headers
+/// the origin names in `Vary`, most recently used first, at most a configured few.
+///
+/// The store's least-recently-used order and byte budget work per key; this keeps the order
+/// among a key's variants, so that callers alternating between header values are each answered
+/// from memory.
+///
+/// `@unchecked Sendable`: ``all`` is only read or written while the owning ``MemoryURLCache``'s
+/// lock is held.
+final class StoredVariants: @unchecked Sendable {
+    private(set) var all: [StoredResponse]
+
+    init(_ variants: [StoredResponse]) {
+        all = variants
+    }
+
+    /// The variant a request with `headers` may reuse, made the most recently used.
+    /// - Complexity: O(1) for a key without `Vary`; O(v) in the number of variants otherwise.
+    func match(_ headers: [String: String]?) -> StoredResponse? {
+        let first = all[0]
+        if first.vary.isEmpty || first.matchesVary(of: headers) { return first }
+        guard let position = all.indices.dropFirst().first(where: { all[$0].matchesVary(of: headers) }) else { return nil }
+        let found = all.remove(at: position)
+        all.insert(found, at: 0)
+        return found
+    }
+
+    /// The variant a request with `headers` may reuse, leaving the order alone.
+    func peek(_ headers: [String: String]?) -> StoredResponse? {
+        all.first { $0.vary.isEmpty || $0.matchesVary(of: headers) }
+    }
+
+    func contains(_ entry: StoredResponse) -> Bool {
+        all.contains { $0 === entry }
+    }
+
+    /// Puts `replacement` where `entry` was. - Returns: false when `entry` is not held.
+    func replace(_ entry: StoredResponse, with replacement: StoredResponse) -> Bool {
+        guard let position = all.firstIndex(where: { $0 === entry }) else { return false }
+        all[position] = replacement
+        return true
+    }
+
+    /// The bytes charged for every variant and its decoded values.
+    var totalCost: Int { all.reduce(0) { $0 + $1.totalCost } }
 }

@@ -23,6 +23,25 @@ public struct CacheStatistics: Sendable, Hashable {
     /// Answers served from a stored entry because the fetch failed with a connectivity error
     /// (see ``CachedTransport/Configuration/staleIfError``).
     public var staleAnswers = 0
+    /// Conditional requests sent to revalidate a stored entry (`If-None-Match` /
+    /// `If-Modified-Since`; see ``CachedTransport/Configuration/usesConditionalRequests``).
+    public var conditionalRequests = 0
+    /// `304 Not Modified` answers taken: the stored body was kept, its headers updated and its
+    /// age restarted, and the callers got it with status 200.
+    public var notModified = 0
+    /// Requests answered at once from an entry past its maximum age but within its
+    /// stale-while-revalidate window (also counted in ``memoryHits``).
+    public var staleWindowAnswers = 0
+    /// Revalidations started in the background by a stale-window answer; at most one per key at
+    /// a time.
+    public var backgroundRevalidations = 0
+    /// Background revalidations that failed (a network error, or a status that is not stored).
+    /// The entry is kept and no caller sees the failure.
+    public var failedBackgroundRevalidations = 0
+    /// Requests that carried their own conditions or range (`If-None-Match`, `If-Modified-Since`,
+    /// `If-Match`, `If-Unmodified-Since`, `If-Range`, `Range`) and so went to the origin as sent,
+    /// past the store and coalescing.
+    public var bypasses = 0
     /// Bodies decoded by ``CachedTransport/value(_:for:decoder:)`` and
     /// ``CachedTransport/values(_:for:decoder:)``, successfully or not: at most one per stored
     /// entry, type and decoder, however many callers asked.

@@ -39,8 +39,40 @@ extension CachedTransport {
         /// matches a URL decides.
         public var maximumAges: [(endpoint: Endpoint, maximumAge: Duration)] = []
 
+        /// Revalidate instead of downloading again. When true, whenever the transport goes to the
+        /// network for a key that still holds an entry (``CachedTransport/refresh(_:)``, the
+        /// reload policies, an entry past its maximum age, a background revalidation), it sends
+        /// the entry's `ETag` as `If-None-Match` and its `Last-Modified` as `If-Modified-Since`.
+        /// A `304 Not Modified` keeps the stored body, updates its headers and restarts its age;
+        /// every caller gets the stored body with status 200 and no ``CacheChange/updated(_:)`` is
+        /// announced. Counted in ``CacheStatistics/notModified``.
+        ///
+        /// Default: true.
+        public var usesConditionalRequests = true
+
+        /// How long past its maximum age an entry still answers at once while it is revalidated
+        /// in the background (stale-while-revalidate). Within the window a request gets the stored
+        /// answer marked stale (see ``CachedTransport/revalidatingStaleValue``), and one background
+        /// revalidation per key, conditional when it can be, brings the entry up to date; changed
+        /// bytes announce ``CacheChange/updated(_:)``. Past the window a request waits for the
+        /// network as usual. It applies only to entries with a maximum age (``maximumAge`` or
+        /// ``maximumAges``).
+        ///
+        /// Default: nil (no window).
+        public var staleWhileRevalidate: Duration?
+
+        /// Per-endpoint stale-while-revalidate windows, taking precedence over
+        /// ``staleWhileRevalidate``; the first endpoint that matches a URL decides.
+        public var staleWhileRevalidateWindows: [(endpoint: Endpoint, window: Duration)] = []
+
+        /// How many representations one URL and identity keeps when the origin names request
+        /// headers in `Vary`: one per combination of their values, least recently used dropped
+        /// first. At least 1. Default: 4.
+        public var maximumVariants = 4
+
         /// The status codes whose responses may be stored. Others reach the caller and are never
-        /// stored. Default: 200 through 299.
+        /// stored. Default: 200 through 299. A `206 Partial Content` is never stored, whatever this
+        /// says: it holds part of a resource, and a later plain request wants all of it.
         public var storableStatusCodes: Set<Int> = Set(200...299)
 
         /// The header override the transport's fetches go through (``CacheOverrideURLProtocol``):
@@ -87,6 +119,11 @@ extension CachedTransport {
         func maximumAge(for url: URL) -> Duration? {
             for rule in maximumAges where rule.endpoint.matches(url) { return rule.maximumAge }
             return maximumAge
+        }
+
+        func staleWindow(for url: URL) -> Duration? {
+            for rule in staleWhileRevalidateWindows where rule.endpoint.matches(url) { return rule.window }
+            return staleWhileRevalidate
         }
 
         var hasMaximumAge: Bool { maximumAge != nil || !maximumAges.isEmpty }

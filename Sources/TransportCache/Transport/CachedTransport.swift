@@ -76,6 +76,7 @@ public actor CachedTransport {
         store = MemoryURLCache(
             memoryCapacity: configuration.memoryCapacity,
             maximumEntryShare: configuration.maximumEntryShare,
+            maximumVariants: configuration.maximumVariants,
             keyHeaders: keyHeaders,
             now: now
         )
@@ -92,7 +93,12 @@ public actor CachedTransport {
     /// Loads `request`, from memory when its policy allows and an entry is stored, otherwise from
     /// the network, sharing the fetch with identical requests already in flight.
     ///
-    /// A hit runs on the caller's executor with one locked lookup and no actor hop.
+    /// A hit runs on the caller's executor with one locked lookup and no actor hop. When the
+    /// network is used for a key that still holds an entry, the request is conditional (see
+    /// ``Configuration/usesConditionalRequests``). A request that carries its own `If-None-Match`,
+    /// `If-Modified-Since`, `If-Match`, `If-Unmodified-Since`, `If-Range` or `Range` goes to the
+    /// origin as sent, past the store and coalescing, and gets the origin's answer (`304`, `206`,
+    /// `412` …), which is not stored.
     ///
     /// - Throws: the `URLError` of a failed fetch (reaching every caller of a shared fetch);
     ///   `URLError(.resourceUnavailable)` for `returnCacheDataDontLoad` without a stored entry;
@@ -110,13 +116,19 @@ public actor CachedTransport {
         guard let key = CacheKey(method: method, url: url, headers: headers, keyHeaders: keyHeaders) else {
             return try await send(request, url: url)
         }
+        if ConditionalRequest.isCallerConditional(headers) {
+            return try await send(request, url: url, bypassing: true)
+        }
         switch request.cachePolicy {
         case .useProtocolCachePolicy, .returnCacheDataElseLoad:
             let instant = hasMaximumAge ? now() : nil
-            if let hit = store.answer(for: key, headers: headers, at: instant, counting: true) { return hit }
+            if let hit = store.answer(for: key, headers: headers, at: instant, counting: true) {
+                if hit.revalidate { revalidateInBackground(request, key: key) }
+                return (hit.data, hit.response)
+            }
             return try await fetch(request, key: key, headers: headers, isReload: false)
         case .returnCacheDataDontLoad:
-            if let hit = store.answer(for: key, headers: headers, at: nil, counting: true) { return hit }
+            if let hit = store.answer(for: key, headers: headers, at: nil, counting: true) { return (hit.data, hit.response) }
             throw URLError(.resourceUnavailable)
         default:
             store.record { $0.requests += 1 }
@@ -162,16 +174,27 @@ public actor CachedTransport {
 
     /// The response header that marks an answer served from a stored entry because the network
     /// failed (``Configuration/staleIfError``). Its value is the `URLError` code of the failure.
+    ///
+    /// An answer from within the stale-while-revalidate window carries it too, with the value
+    /// ``revalidatingStaleValue``. Test either with `URLResponse.isStaleAnswer`, the first with
+    /// `URLResponse.isRevalidatingAnswer`.
     public static let staleHeaderField = "X-TransportCache-Stale"
 
-    /// Sends a request that is not cached: another method, or a scheme other than http(s).
+    /// The value of ``staleHeaderField`` on an answer served within the stale-while-revalidate
+    /// window (``Configuration/staleWhileRevalidate``) while the entry is revalidated in the
+    /// background.
+    public static let revalidatingStaleValue = "revalidating"
+
+    /// Sends a request that is not cached: another method, a scheme other than http(s), or a GET
+    /// or HEAD with its own conditions or range (`bypassing`).
     ///
     /// A successful (2xx, 3xx) unsafe request to an http(s) URL invalidates what it may have
     /// changed (RFC 9111 section 4.4).
-    private nonisolated(nonsending) func send(_ request: URLRequest, url: URL) async throws -> (Data, URLResponse) {
+    nonisolated(nonsending) func send(_ request: URLRequest, url: URL, bypassing: Bool = false) async throws -> (Data, URLResponse) {
         store.record {
             $0.requests += 1
             $0.networkFetches += 1
+            if bypassing { $0.bypasses += 1 }
         }
         let answer: (Data, URLResponse)
         do {
@@ -180,7 +203,7 @@ public actor CachedTransport {
             if Task.isCancelled { throw CancellationError() }
             throw error
         }
-        if let response = answer.1 as? HTTPURLResponse, (200..<400).contains(response.statusCode),
+        if !bypassing, let response = answer.1 as? HTTPURLResponse, (200..<400).contains(response.statusCode),
            let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" {
             await invalidateTargets(of: url, response: response)
         }

@@ -146,7 +146,7 @@ extension CachedTransport {
         }
         let method = request.httpMethod ?? "GET"
         let headers = request.allHTTPHeaderFields
-        guard method == "GET" || method == "HEAD",
+        guard method == "GET" || method == "HEAD", !ConditionalRequest.isCallerConditional(headers),
               let key = CacheKey(method: method, url: url, headers: headers, keyHeaders: keyHeaders)
         else {
             let (data, response) = try await data(for: request)
@@ -159,9 +159,11 @@ extension CachedTransport {
             let dontLoad = request.cachePolicy == .returnCacheDataDontLoad
             let instant = hasMaximumAge && !dontLoad ? now() : nil
             switch store.decodedLookup(for: key, headers: headers, at: instant, valueKey: valueKey) {
-            case .decoded(let decoded):
+            case .decoded(let decoded, let revalidate):
+                if revalidate { revalidateInBackground(request, key: key) }
                 return (unsafeDowncast(decoded, to: DecodedValue<Value>.self).value, decoded.data)
-            case .stored(let entry):
+            case .stored(let entry, let revalidate):
+                if revalidate { revalidateInBackground(request, key: key) }
                 return try await sharedDecode(type, of: entry, key: key, valueKey: valueKey, url: url, decoder: decoder)
             case .missing:
                 if dontLoad { throw URLError(.resourceUnavailable) }
@@ -173,7 +175,7 @@ extension CachedTransport {
         }
         let (data, response) = try await fetch(request, key: key, headers: headers, isReload: isReload)
         // The decode is shared through the stored entry when the answer is what is stored.
-        if let entry = store.storedResponse(for: key), entry.data == data {
+        if let entry = store.storedResponse(for: key, headers: headers), entry.data == data {
             return try await sharedDecode(type, of: entry, key: key, valueKey: valueKey, url: url, decoder: decoder)
         }
         return (try await decode(type, from: data, response: response, url: url, decoder: decoder), data)

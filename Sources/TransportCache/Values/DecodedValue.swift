@@ -73,9 +73,10 @@ enum DecodeOutcome: Sendable {
 
 extension MemoryURLCache {
     enum DecodedLookup {
-        case decoded(AnyDecodedValue)
+        /// `revalidate`: the entry is within its stale-while-revalidate window.
+        case decoded(AnyDecodedValue, revalidate: Bool)
         /// An entry is stored, without a value decoded for the key.
-        case stored(StoredResponse)
+        case stored(StoredResponse, revalidate: Bool)
         case missing
     }
 
@@ -90,18 +91,25 @@ extension MemoryURLCache {
     ) -> DecodedLookup {
         state.withLock { state in
             state.statistics.requests += 1
-            let found = state.entries.value(forKey: key) { stored in
-                if !stored.vary.isEmpty, !stored.matchesVary(of: headers) { return false }
-                if let instant, let expiresAt = stored.expiresAt, instant >= expiresAt { return false }
+            var found: StoredResponse?
+            var revalidate = false
+            _ = state.entries.value(forKey: key) { variants in
+                guard let match = variants.match(headers) else { return false }
+                if let instant, let expiresAt = match.expiresAt, instant >= expiresAt {
+                    guard let staleUntil = match.staleUntil, instant < staleUntil else { return false }
+                    revalidate = true
+                }
+                found = match
                 return true
             }
             guard let found else { return .missing }
             state.statistics.memoryHits += 1
+            if revalidate { state.statistics.staleWindowAnswers += 1 }
             if case .decoded(let value, _)? = found.decoded[valueKey] {
                 state.statistics.decodedHits += 1
-                return .decoded(value)
+                return .decoded(value, revalidate: revalidate)
             }
-            return .stored(found)
+            return .stored(found, revalidate: revalidate)
         }
     }
 
@@ -169,7 +177,7 @@ extension MemoryURLCache {
         state.withLock { state in
             guard case .decoding(let waiters)? = entry.decoded[valueKey] else { return [] }
             entry.decoded[valueKey] = nil
-            if case .success(let value) = result, state.entries.peekValue(forKey: key) === entry {
+            if case .success(let value) = result, state.holds(entry, for: key) {
                 let cost = entry.data.count + AnyDecodedValue.overhead
                 if let evicted = state.entries.addCost(cost, forKey: key) {
                     entry.decoded[valueKey] = .decoded(value, cost: cost)
