@@ -23,7 +23,17 @@ import ServiceLifecycle
 /// - `drop=1`: promise a longer body than is sent, then close the connection;
 /// - `reset=1`: reset the connection (TCP RST) without answering;
 /// - `redirect=<path>`: `302` to that path;
-/// - `loop=1`: `302` to the request's own path and query, for ever.
+/// - `loop=1`: `302` to the request's own path and query, for ever;
+/// - `stable=1`: leave `hit=<n>` out of the body, so it changes only with the path's version;
+/// - `validators=etag|last-modified|none`: send only that validator (both by default).
+///
+/// Every `200` to a GET or HEAD carries validators: `ETag` (a hash of the body) and
+/// `Last-Modified` (a date that moves one day per version of the path). A request whose
+/// `If-None-Match` names the current `ETag` (or `*`), or, without `If-None-Match`, whose
+/// `If-Modified-Since` is not before `Last-Modified`, gets `304 Not Modified` with no body
+/// (counted apart, see ``notModifiedAnswers(_:)``). A `Range: bytes=…` request (single range;
+/// with `If-Range`, only while it names the current `ETag`) gets `206 Partial Content` with
+/// `Content-Range`, or `416` when the range is outside the body.
 ///
 /// Other methods bump the path's version, answer with the request body echoed and `X-Version`.
 public final class LoopbackOrigin: Sendable {
@@ -92,6 +102,20 @@ public final class LoopbackOrigin: Sendable {
     /// Requests that arrived for this path, whatever their query.
     public func hits(path: String) async -> Int { await state.pathHits(path) }
 
+    /// `304 Not Modified` answers sent for exactly this path and query.
+    public func notModifiedAnswers(_ pathAndQuery: String) async -> Int { await state.notModifiedAnswers(pathAndQuery) }
+
+    /// `304 Not Modified` answers sent in all.
+    public var totalNotModifiedAnswers: Int { get async { await state.totalNotModified } }
+
+    /// The value of request header `name` on the latest request for exactly this path and query.
+    public func lastRequestHeader(_ name: String, for pathAndQuery: String) async -> String? {
+        await state.lastRequestHeader(name, for: pathAndQuery)
+    }
+
+    /// Body bytes sent in all (a `304` or a `HEAD` sends none).
+    public var bodyBytesSent: Int { get async { await state.bodyBytesSent } }
+
     /// Requests that arrived in all.
     public var totalHits: Int { get async { await state.totalHits } }
 
@@ -120,6 +144,10 @@ actor OriginState {
     private var hitsByKey: [String: Int] = [:]
     private var hitsByPath: [String: Int] = [:]
     private(set) var totalHits = 0
+    private var notModifiedByKey: [String: Int] = [:]
+    private(set) var totalNotModified = 0
+    private(set) var bodyBytesSent = 0
+    private var lastHeaders: [String: [String: String]] = [:]
     private var versions: [String: Int] = [:]
     private var gateOpen = true
     private var gateWaiters: [CheckedContinuation<Void, Never>] = []
@@ -135,6 +163,25 @@ actor OriginState {
         for waiter in ready { waiter.continuation.resume() }
         return count
     }
+
+    func recordHeaders(_ headers: HTTPFields, key: String) {
+        var fields: [String: String] = [:]
+        for field in headers { fields[field.name.canonicalName] = field.value }
+        lastHeaders[key] = fields
+    }
+
+    func lastRequestHeader(_ name: String, for key: String) -> String? {
+        lastHeaders[key]?[name.lowercased()]
+    }
+
+    func recordNotModified(key: String) {
+        notModifiedByKey[key, default: 0] += 1
+        totalNotModified += 1
+    }
+
+    func notModifiedAnswers(_ key: String) -> Int { notModifiedByKey[key] ?? 0 }
+
+    func recordBodyBytes(_ count: Int) { bodyBytesSent += count }
 
     func hits(_ key: String) -> Int { hitsByKey[key] ?? 0 }
     func pathHits(_ path: String) -> Int { hitsByPath[path] ?? 0 }
@@ -190,6 +237,7 @@ enum OriginResponder {
             return parameters[Substring(name)].map(String.init)
         }
 
+        await state.recordHeaders(request.headers, key: key)
         let hit = await state.recordHit(key: key, path: path)
         if parameter("reset") == "1" {
             // SO_LINGER with a zero timeout makes close() send RST instead of FIN.
@@ -244,14 +292,112 @@ enum OriginResponder {
             })
         }
         let body: ByteBuffer
+        let version = await state.version(of: path)
         if let size = parameter("size").flatMap(Int.init) {
             body = ByteBuffer(repeating: UInt8(ascii: "x"), count: max(0, size))
         } else {
             let auth = request.headers[.authorization] ?? "-"
-            let version = await state.version(of: path)
             let cookie = request.headers[.cookie].map { " cookie=\($0)" } ?? ""
-            body = ByteBuffer(string: "path=\(path) query=\(query ?? "") version=\(version) auth=\(auth) hit=\(hit)\(cookie)")
+            let hitText = parameter("stable") == "1" ? "" : " hit=\(hit)"
+            body = ByteBuffer(string: "path=\(path) query=\(query ?? "") version=\(version) auth=\(auth)\(hitText)\(cookie)")
         }
+        guard status == .ok else {
+            await state.recordBodyBytes(body.readableBytes)
+            return Response(status: status, headers: headers, body: .init(byteBuffer: body))
+        }
+        let validators = Validators(body: body, version: version, which: parameter("validators"))
+        validators.add(to: &headers)
+        if validators.notModified(request.headers) {
+            await state.recordNotModified(key: key)
+            return Response(status: .notModified, headers: headers)
+        }
+        if let range = request.headers[.range], validators.rangeApplies(request.headers) {
+            guard let bounds = Validators.bounds(of: range, length: body.readableBytes) else {
+                headers[.contentRange] = "bytes */\(body.readableBytes)"
+                return Response(status: .rangeNotSatisfiable, headers: headers)
+            }
+            headers[.contentRange] = "bytes \(bounds.lowerBound)-\(bounds.upperBound - 1)/\(body.readableBytes)"
+            let part = body.getSlice(at: body.readerIndex + bounds.lowerBound, length: bounds.count) ?? ByteBuffer()
+            await state.recordBodyBytes(part.readableBytes)
+            return Response(status: .partialContent, headers: headers, body: .init(byteBuffer: part))
+        }
+        if request.method != .head { await state.recordBodyBytes(body.readableBytes) }
         return Response(status: status, headers: headers, body: .init(byteBuffer: body))
+    }
+}
+
+/// The validators of one answer, and the conditions and ranges evaluated against them
+/// (RFC 9110 sections 13 and 14).
+struct Validators {
+    let entityTag: String?
+    let lastModified: Date?
+
+    init(body: ByteBuffer, version: Int, which: String?) {
+        // FNV-1a over the body: equal bodies, equal tags.
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in body.readableBytesView {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        entityTag = which == nil || which == "etag" ? "\"\(String(hash, radix: 16))\"" : nil
+        lastModified = which == nil || which == "last-modified"
+            ? Date(timeIntervalSince1970: 1_700_000_000 + Double(version) * 86_400) : nil
+    }
+
+    func add(to headers: inout HTTPFields) {
+        if let entityTag { headers[.eTag] = entityTag }
+        if let lastModified { headers[.lastModified] = Self.format(lastModified) }
+    }
+
+    /// Whether a GET or HEAD with these request headers gets `304 Not Modified`.
+    func notModified(_ request: HTTPFields) -> Bool {
+        if let condition = request[.ifNoneMatch] {
+            guard let entityTag else { return false }
+            return condition.split(separator: ",").contains { candidate in
+                let tag = candidate.trimmingCharacters(in: .whitespaces)
+                return tag == "*" || tag == entityTag || tag == "W/" + entityTag
+            }
+        }
+        if let condition = request[.ifModifiedSince], let lastModified, let since = Self.parse(condition) {
+            return lastModified <= since
+        }
+        return false
+    }
+
+    /// Whether a `Range` applies: always, or with `If-Range` only while it names the current tag.
+    func rangeApplies(_ request: HTTPFields) -> Bool {
+        guard let condition = request[.ifRange] else { return true }
+        return condition == entityTag
+    }
+
+    /// The byte offsets a single `bytes=` range selects in a body of `length` bytes, or nil when
+    /// it selects none.
+    static func bounds(of range: String, length: Int) -> Range<Int>? {
+        guard range.hasPrefix("bytes="), !range.contains(",") else { return nil }
+        let spec = range.dropFirst("bytes=".count).split(separator: "-", omittingEmptySubsequences: false)
+        guard spec.count == 2 else { return nil }
+        let first = Int(spec[0].trimmingCharacters(in: .whitespaces))
+        let last = Int(spec[1].trimmingCharacters(in: .whitespaces))
+        switch (first, last) {
+        case let (start?, end?) where start <= end && start < length: return start..<min(end + 1, length)
+        case let (start?, nil) where start < length: return start..<length
+        case let (nil, suffix?) where suffix > 0 && length > 0: return max(0, length - suffix)..<length
+        default: return nil
+        }
+    }
+
+    static func format(_ date: Date) -> String {
+        formatter().string(from: date)
+    }
+
+    static func parse(_ value: String) -> Date? {
+        formatter().date(from: value)
+    }
+
+    private static func formatter() -> DateFormatter {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter
     }
 }
