@@ -18,7 +18,7 @@ let package = Package(
             ],
             path: "Sources/BenchmarkSupport"
         ),
-    ] + ["HitPath", "Coalescing", "Storage", "ChangeFanOut", "Values"].map { suite in
+    ] + ["HitPath", "Coalescing", "Storage", "ChangeFanOut", "Values", "Revalidation"].map { suite in
         .executableTarget(
             name: suite,
             dependencies: [

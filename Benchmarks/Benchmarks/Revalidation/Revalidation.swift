@@ -1,0 +1,133 @@
+import Benchmark
+import BenchmarkSupport
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import LoopbackOrigin
+import TransportCache
+
+// HTTP revalidation against the loopback origin, each figure beside its baseline in one run:
+// - a pull-to-refresh of an unchanged 200 KB body, conditional (a 304) against a full refetch,
+//   with the body bytes the origin sent per refresh as the custom metric `bodyBytesReceived`;
+// - an answer within the stale-while-revalidate window against a plain hit and against the
+//   blocking revalidation the same request costs without a window.
+// Measured inside detached tasks, off the main actor.
+
+private let origin = Shared<LoopbackOrigin>()
+private let transport = Shared<CachedTransport>()
+private let bodySize = 200 * 1024
+
+private func start(_ configure: (inout CachedTransport.Configuration) -> Void = { _ in }) async throws -> URLRequest {
+    let started = try await LoopbackOrigin.start()
+    origin.value = started
+    var configuration = CachedTransport.Configuration()
+    configure(&configuration)
+    let cached = CachedTransport(configuration: configuration)
+    transport.value = cached
+    let request = URLRequest(url: started.url("/list?size=\(bodySize)"))
+    _ = try await cached.data(for: request)
+    return request
+}
+
+private func stop() async throws {
+    await origin.value.openGate()
+    await origin.value.stop()
+    origin.clear()
+    transport.clear()
+}
+
+private let primed = Shared<URLRequest>()
+
+let benchmarks: @Sendable () -> Void = {
+    let refresh = Benchmark.Configuration(
+        metrics: [.wallClock, .custom("bodyBytesReceived")],
+        maxDuration: .seconds(isSmokeRun ? 1 : 5),
+        maxIterations: isSmokeRun ? 3 : 500
+    )
+
+    for conditional in [true, false] {
+        let label = conditional ? "conditional (304)" : "full refetch"
+        Benchmark("Refresh: unchanged 200 KB body, \(label)", configuration: refresh) { benchmark in
+            let request = primed.value
+            let transport = transport.value
+            let before = await origin.value.bodyBytesSent
+            benchmark.startMeasurement()
+            let (data, _) = try await Task.detached { try await transport.refresh(request) }.value
+            benchmark.stopMeasurement()
+            precondition(data.count == bodySize)
+            benchmark.measurement(.custom("bodyBytesReceived"), await origin.value.bodyBytesSent - before)
+        } setup: {
+            primed.value = try await start { $0.usesConditionalRequests = conditional }
+        } teardown: {
+            try await stop()
+        }
+    }
+
+    let perAnswer = Benchmark.Configuration(
+        metrics: [.wallClock, .mallocCountTotal],
+        scalingFactor: .kilo,
+        maxDuration: .seconds(isSmokeRun ? 1 : 5),
+        maxIterations: isSmokeRun ? 5 : 2_000
+    )
+
+    // Entries are past their maximum age at once and stay in the window for an hour. The origin
+    // holds the one background revalidation at its gate, so every measured answer is what a
+    // screen gets while a revalidation is in flight.
+    Benchmark("Stale window: answer while revalidating", configuration: perAnswer) { benchmark in
+        let request = primed.value
+        let transport = transport.value
+        let iterations = benchmark.scaledIterations
+        benchmark.startMeasurement()
+        try await Task.detached {
+            for _ in iterations { blackHole(try await transport.data(for: request)) }
+        }.value
+        benchmark.stopMeasurement()
+    } setup: {
+        var request = try await start {
+            $0.maximumAge = .nanoseconds(1)
+            $0.staleWhileRevalidate = .seconds(3_600)
+        }
+        await origin.value.closeGate()
+        request.setValue("gate=1", forHTTPHeaderField: "X-Origin-Query")
+        let (_, response) = try await transport.value.data(for: request)
+        precondition(response.isRevalidatingAnswer)
+        primed.value = request
+    } teardown: {
+        try await stop()
+    }
+
+    Benchmark("Stale window baseline: plain hit", configuration: perAnswer) { benchmark in
+        let request = primed.value
+        let transport = transport.value
+        let iterations = benchmark.scaledIterations
+        benchmark.startMeasurement()
+        try await Task.detached {
+            for _ in iterations { blackHole(try await transport.data(for: request)) }
+        }.value
+        benchmark.stopMeasurement()
+    } setup: {
+        primed.value = try await start { $0.maximumAge = .seconds(3_600) }
+    } teardown: {
+        try await stop()
+    }
+
+    Benchmark(
+        "Stale window baseline: blocking revalidation (no window)",
+        configuration: .init(
+            metrics: [.wallClock],
+            maxDuration: .seconds(isSmokeRun ? 1 : 5),
+            maxIterations: isSmokeRun ? 3 : 1_000
+        )
+    ) { benchmark in
+        let request = primed.value
+        let transport = transport.value
+        benchmark.startMeasurement()
+        blackHole(try await Task.detached { try await transport.data(for: request) }.value)
+        benchmark.stopMeasurement()
+    } setup: {
+        primed.value = try await start { $0.maximumAge = .nanoseconds(1) }
+    } teardown: {
+        try await stop()
+    }
+}
