@@ -246,13 +246,20 @@ extension CachedTransport {
             return validated
         }
         let rewritten = (overridden(notModified) as? HTTPURLResponse) ?? notModified
-        return store.revalidate(
-            validated,
-            for: fetch.key,
-            with: rewritten,
-            maximumAge: configuration.maximumAge(for: url),
-            staleWindow: configuration.staleWindow(for: url)
-        )
+        return store.revalidate(validated, for: fetch.key, with: rewritten) { response in
+            lifetime(of: response, url: url, requestTime: fetch.requestTime)
+        }
+    }
+
+    /// How long an answer to `url` stays fresh once stored: the configured maximum age and
+    /// stale window, or what HTTP caching gives the response.
+    private nonisolated func lifetime(of response: URLResponse, url: URL, requestTime: Date) -> EntryLifetime {
+        let maximumAge = configuration.maximumAge(for: url)
+        let staleWindow = configuration.staleWindow(for: url)
+        guard conformsToHTTPCaching, let http = response as? HTTPURLResponse else {
+            return .configured(maximumAge: maximumAge, staleWindow: staleWindow)
+        }
+        return .http(of: http, requestTime: requestTime, responseTime: Date(), maximumAge: maximumAge, staleWindow: staleWindow)
     }
 
     /// `response` as the header override presents it, when the override applies to its URL. The
@@ -260,7 +267,7 @@ extension CachedTransport {
     /// same rule here (a no-op on an already rewritten response) keeps the store's decision
     /// independent of the loader.
     private nonisolated func overridden(_ response: URLResponse) -> URLResponse {
-        guard let override = configuration.cacheOverride, let http = response as? HTTPURLResponse,
+        guard let override = configuration.effectiveCacheOverride, let http = response as? HTTPURLResponse,
               let url = http.url, override.applies(to: url)
         else { return response }
         return override.rewritten(http)
@@ -275,7 +282,10 @@ extension CachedTransport {
     @discardableResult
     private nonisolated func storeIfAllowed(_ data: Data, response: URLResponse, for fetch: Fetch) -> Bool {
         guard let http = response as? HTTPURLResponse,
-              configuration.storableStatusCodes.contains(http.statusCode),
+              configuration.storableStatusCodes.contains(http.statusCode)
+                // HTTP caching stores any final status that states its own freshness.
+                || (conformsToHTTPCaching && (200..<600).contains(http.statusCode) && http.statusCode != 304
+                    && EntryLifetime.hasExplicitFreshness(http)),
               // A partial answer is never the whole resource a later request wants.
               http.statusCode != 206,
               let url = fetch.request.url
@@ -298,8 +308,7 @@ extension CachedTransport {
             response: response,
             for: fetch.key,
             requestHeaders: fetch.request.allHTTPHeaderFields,
-            maximumAge: configuration.maximumAge(for: url),
-            staleWindow: configuration.staleWindow(for: url)
+            lifetime: lifetime(of: response, url: url, requestTime: fetch.requestTime)
         )
         if outcome == .stored(changedBytes: true), let normalized = URL(string: fetch.key.url) {
             broadcaster.publish(.updated(normalized))
@@ -312,7 +321,8 @@ extension CachedTransport {
     private nonisolated func staleAnswer(for key: CacheKey, request: URLRequest, after error: any Error) -> (Data, URLResponse)? {
         guard configuration.staleIfError,
               let error = error as? URLError, Self.connectivityErrors.contains(error.code),
-              let stored = store.storedResponse(for: key, headers: request.allHTTPHeaderFields)
+              let stored = store.storedResponse(for: key, headers: request.allHTTPHeaderFields),
+              !stored.mustRevalidate
         else { return nil }
         store.record { $0.staleAnswers += 1 }
         return (stored.data, StoredResponse.marked(stored.response, value: String(error.code.rawValue)))

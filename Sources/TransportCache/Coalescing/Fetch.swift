@@ -28,6 +28,8 @@ final class Fetch: @unchecked Sendable {
     /// its answer still reaches its callers but is not written into the store.
     var storesResult = true
     var task: Task<Void, Never>?
+    /// When the fetch started: the request time of HTTP's age calculation.
+    let requestTime = Date()
 
     /// Waiters in the order they joined, with a hole where one left. Callers are resumed in that
     /// order: the Swift runtime removes a finished child from its task group by walking a list,

@@ -114,6 +114,54 @@ final class MemoryURLCache: URLCache, @unchecked Sendable {
         }
     }
 
+    /// What HTTP caching lets a request reuse: an entry that is fresh, or stale within what the
+    /// request (`max-stale`) or its stale-while-revalidate window allows, and within the
+    /// request's `max-age` and `min-fresh`. Counts the lookup as a request, and as a hit when it
+    /// hits.
+    /// - Returns: the entry, its current age, and whether it is a stale-window answer (the caller
+    ///   should revalidate it in the background).
+    func httpAnswer(
+        for key: CacheKey,
+        headers: [String: String]?,
+        at instant: ContinuousClock.Instant,
+        request: CacheControl?
+    ) -> (entry: StoredResponse, age: Duration?, revalidate: Bool)? {
+        state.withLock { state in
+            state.statistics.requests += 1
+            var found: StoredResponse?
+            var revalidate = false
+            _ = state.entries.value(forKey: key) { variants in
+                guard let match = variants.match(headers) else { return false }
+                let age = match.currentAge(at: instant) ?? .zero
+                if let maxAge = request?.maxAge {
+                    guard let seconds = maxAge.seconds, age <= .seconds(seconds) else { return false }
+                }
+                if let minFresh = request?.minFresh, let expiresAt = match.expiresAt {
+                    guard let seconds = minFresh.seconds, expiresAt - instant >= .seconds(seconds) else { return false }
+                }
+                if let expiresAt = match.expiresAt, instant >= expiresAt {
+                    guard !match.mustRevalidate else { return false }
+                    let staleness = instant - expiresAt
+                    if request?.acceptsAnyStaleness == true {
+                        // Any staleness is acceptable to this request.
+                    } else if let maxStale = request?.maxStale?.seconds, staleness <= .seconds(maxStale) {
+                        // Within the staleness this request accepts.
+                    } else if let staleUntil = match.staleUntil, instant < staleUntil {
+                        revalidate = true
+                    } else {
+                        return false
+                    }
+                }
+                found = match
+                return true
+            }
+            guard let found else { return nil }
+            state.statistics.memoryHits += 1
+            if revalidate { state.statistics.staleWindowAnswers += 1 }
+            return (found, found.currentAge(at: instant), revalidate)
+        }
+    }
+
     /// The stored variant of `key` a request with `headers` may reuse, whatever its age, without
     /// touching recency.
     func storedResponse(for key: CacheKey, headers: [String: String]?) -> StoredResponse? {
@@ -137,29 +185,23 @@ final class MemoryURLCache: URLCache, @unchecked Sendable {
     ///
     /// - Parameters:
     ///   - requestHeaders: the headers of the request that fetched it, for the `Vary` check.
-    ///   - maximumAge: after this long the entry is no longer fresh.
-    ///   - staleWindow: how long past its maximum age the entry still answers while it is
-    ///     revalidated in the background.
+    ///   - lifetime: how long the entry stays fresh, and how it may be used once stale.
     @discardableResult
     func store(
         _ data: Data,
         response: URLResponse,
         for key: CacheKey,
         requestHeaders: [String: String]?,
-        maximumAge: Duration?,
-        staleWindow: Duration? = nil
+        lifetime: EntryLifetime
     ) -> StoreOutcome {
         let cost = StoredResponse.cost(of: data, response: response, key: key)
-        let storedAt = now()
-        let expiresAt = maximumAge.map { storedAt.advanced(by: $0) }
         let entry = StoredResponse(
             data: data,
             response: response,
             vary: varyHeaders(of: response, requestHeaders: requestHeaders),
             cost: cost,
-            storedAt: storedAt,
-            expiresAt: expiresAt,
-            staleUntil: staleWindow.flatMap { window in expiresAt.map { $0.advanced(by: window) } }
+            storedAt: now(),
+            lifetime: lifetime
         )
         return state.withLock { state in
             let limit = Int(Double(state.entries.capacity) * maximumEntryShare)
@@ -198,24 +240,21 @@ final class MemoryURLCache: URLCache, @unchecked Sendable {
     ///
     /// - Returns: the updated entry, or nil when `entry` is no longer stored for `key` (it was
     ///   invalidated, evicted or replaced while the request was in flight).
+    /// - Parameter lifetime: the lifetime of the updated entry, from its updated response.
     func revalidate(
         _ entry: StoredResponse,
         for key: CacheKey,
         with notModified: HTTPURLResponse,
-        maximumAge: Duration?,
-        staleWindow: Duration?
+        lifetime: (URLResponse) -> EntryLifetime
     ) -> StoredResponse? {
         let response = Self.updated(entry.response, from: notModified)
-        let storedAt = now()
-        let expiresAt = maximumAge.map { storedAt.advanced(by: $0) }
         let updated = StoredResponse(
             data: entry.data,
             response: response,
             vary: entry.vary,
             cost: StoredResponse.cost(of: entry.data, response: response, key: key),
-            storedAt: storedAt,
-            expiresAt: expiresAt,
-            staleUntil: staleWindow.flatMap { window in expiresAt.map { $0.advanced(by: window) } }
+            storedAt: now(),
+            lifetime: lifetime(response)
         )
         return state.withLock { state in
             guard let variants = state.entries.peekValue(forKey: key) else { return nil }
@@ -322,7 +361,7 @@ final class MemoryURLCache: URLCache, @unchecked Sendable {
 
     override func storeCachedResponse(_ cachedResponse: CachedURLResponse, for request: URLRequest) {
         guard cachedResponse.storagePolicy != .notAllowed, let key = key(for: request) else { return }
-        store(cachedResponse.data, response: cachedResponse.response, for: key, requestHeaders: request.allHTTPHeaderFields, maximumAge: nil)
+        store(cachedResponse.data, response: cachedResponse.response, for: key, requestHeaders: request.allHTTPHeaderFields, lifetime: EntryLifetime())
     }
 
     override func removeCachedResponse(for request: URLRequest) {

@@ -24,6 +24,12 @@ final class StoredResponse: @unchecked Sendable {
     /// When set, the entry answers at once, marked stale, until this instant past ``expiresAt``,
     /// while a background revalidation brings it up to date.
     let staleUntil: ContinuousClock.Instant?
+    /// The entry's age when it was stored, when the transport follows HTTP caching
+    /// (``CachedTransport/Configuration/conformsToHTTPCaching``): answers from it carry an `Age`.
+    let initialAge: Duration?
+    /// The response said `no-cache` or `must-revalidate` (HTTP caching only): it is never
+    /// answered stale.
+    let mustRevalidate: Bool
     /// The response's `ETag` and `Last-Modified`, sent back as `If-None-Match` and
     /// `If-Modified-Since` when the entry is revalidated.
     let entityTag: String?
@@ -42,16 +48,18 @@ final class StoredResponse: @unchecked Sendable {
         vary: [VaryHeader],
         cost: Int,
         storedAt: ContinuousClock.Instant,
-        expiresAt: ContinuousClock.Instant?,
-        staleUntil: ContinuousClock.Instant?
+        lifetime: EntryLifetime
     ) {
         self.data = data
         self.response = response
         self.vary = vary
         self.cost = cost
         self.storedAt = storedAt
+        let expiresAt = lifetime.freshFor.map { storedAt.advanced(by: $0) }
         self.expiresAt = expiresAt
-        self.staleUntil = staleUntil
+        staleUntil = lifetime.staleWindow.flatMap { window in expiresAt.map { $0.advanced(by: window) } }
+        initialAge = lifetime.initialAge
+        mustRevalidate = lifetime.mustRevalidate
         let http = response as? HTTPURLResponse
         entityTag = http?.value(forHTTPHeaderField: "ETag")
         lastModified = http?.value(forHTTPHeaderField: "Last-Modified")
@@ -85,10 +93,21 @@ final class StoredResponse: @unchecked Sendable {
 
     /// `response` with ``CachedTransport/staleHeaderField`` set to `value`.
     static func marked(_ response: URLResponse, value: String) -> URLResponse {
+        with(response, field: CachedTransport.staleHeaderField, value: value)
+    }
+
+    /// `response` with the header `name` set to `value` (any spelling of the name replaced).
+    static func with(_ response: URLResponse, field name: String, value: String) -> URLResponse {
         guard let http = response as? HTTPURLResponse, let url = http.url else { return response }
         var fields = headerFields(of: http)
-        fields[CachedTransport.staleHeaderField] = value
+        for existing in fields.keys where existing.caseInsensitiveCompare(name) == .orderedSame { fields[existing] = nil }
+        fields[name] = value
         return HTTPURLResponse(url: url, statusCode: http.statusCode, httpVersion: "HTTP/1.1", headerFields: fields) ?? response
+    }
+
+    /// The entry's current age at `instant` (RFC 9111 section 4.2.3), when it keeps one.
+    func currentAge(at instant: ContinuousClock.Instant) -> Duration? {
+        initialAge.map { $0 + (instant - storedAt) }
     }
 
     static func headerFields(of response: HTTPURLResponse) -> [String: String] {

@@ -71,9 +71,40 @@ extension CachedTransport {
         public var maximumVariants = 4
 
         /// The status codes whose responses may be stored. Others reach the caller and are never
-        /// stored. Default: 200 through 299. A `206 Partial Content` is never stored, whatever this
-        /// says: it holds part of a resource, and a later plain request wants all of it.
-        public var storableStatusCodes: Set<Int> = Set(200...299)
+        /// stored.
+        ///
+        /// Default: 200, 203, 204, 300, 301 and 308: the statuses HTTP lets a cache store without
+        /// explicit freshness (RFC 9110 section 15.1), less the errors (404, 405, 410, 414, 501),
+        /// which an app usually wants to ask again, and 206. A `201 Created` or `202 Accepted` is
+        /// the answer to one request, not a representation to reuse. A `206 Partial Content` is
+        /// never stored, whatever this says: it holds part of a resource, and a later plain
+        /// request wants all of it.
+        public var storableStatusCodes: Set<Int> = [200, 203, 204, 300, 301, 308]
+
+        /// Follow HTTP caching (RFC 9111) as a private cache for requests with the
+        /// `useProtocolCachePolicy` policy, instead of keeping entries until they are invalidated.
+        ///
+        /// When true:
+        /// - an entry's freshness comes from the response: `max-age` (`s-maxage` is for shared
+        ///   caches), then `Expires` against `Date`, then a heuristic of a tenth of the time since
+        ///   `Last-Modified` for the statuses that allow one, less its age on arrival (`Age`,
+        ///   `Date`, and the time the request took); ``maximumAge`` caps it;
+        /// - a stale entry is revalidated (conditionally when it has validators) before it is
+        ///   used; `no-cache` and `must-revalidate` entries are never answered stale (neither in a
+        ///   stale-while-revalidate window nor with ``staleIfError``); a response's own
+        ///   `stale-while-revalidate=N` opens a window for it;
+        /// - answers from memory carry a generated `Age`;
+        /// - the request's `max-age`, `min-fresh`, `max-stale` and `only-if-cached` are honoured
+        ///   (`only-if-cached` without a usable entry answers `504 Gateway Timeout`);
+        /// - a response of any final status with explicit freshness may be stored, besides
+        ///   ``storableStatusCodes``;
+        /// - the header override (``cacheOverride``) is not applied: the origin's headers are
+        ///   taken at their word.
+        ///
+        /// Requests with another policy behave as they do by default.
+        ///
+        /// Default: false.
+        public var conformsToHTTPCaching = false
 
         /// The header override the transport's fetches go through (``CacheOverrideURLProtocol``):
         /// responses whose headers would stop them from being cached (`no-cache`, `no-store`,
@@ -127,6 +158,9 @@ extension CachedTransport {
         }
 
         var hasMaximumAge: Bool { maximumAge != nil || !maximumAges.isEmpty }
+
+        /// The header override the transport applies: none when it follows HTTP caching.
+        var effectiveCacheOverride: CacheOverride? { conformsToHTTPCaching ? nil : cacheOverride }
     }
 }
 

@@ -48,6 +48,8 @@ public actor CachedTransport {
     let broadcaster: ChangeBroadcaster
     /// Read on every hit; kept apart so a hit does not copy the whole configuration.
     let hasMaximumAge: Bool
+    /// ``Configuration/conformsToHTTPCaching``, read on every request.
+    let conformsToHTTPCaching: Bool
 
     /// The fetches in flight and their callers. Invalidation holds this lock too, so that it
     /// and a fetch's store never interleave.
@@ -57,7 +59,7 @@ public actor CachedTransport {
     public init(configuration: Configuration = .init()) {
         self.init(configuration: configuration, loader: URLSessionLoader(
             configuration: configuration.sessionConfiguration,
-            cacheOverride: configuration.cacheOverride
+            cacheOverride: configuration.effectiveCacheOverride
         ))
     }
 
@@ -69,6 +71,7 @@ public actor CachedTransport {
         let keyHeaders = KeyHeaders(extra: configuration.keyHeaders)
         self.configuration = configuration
         hasMaximumAge = configuration.hasMaximumAge
+        conformsToHTTPCaching = configuration.conformsToHTTPCaching
         self.keyHeaders = keyHeaders
         self.loader = loader
         self.now = now
@@ -95,10 +98,16 @@ public actor CachedTransport {
     ///
     /// A hit runs on the caller's executor with one locked lookup and no actor hop. When the
     /// network is used for a key that still holds an entry, the request is conditional (see
-    /// ``Configuration/usesConditionalRequests``). A request that carries its own `If-None-Match`,
-    /// `If-Modified-Since`, `If-Match`, `If-Unmodified-Since`, `If-Range` or `Range` goes to the
-    /// origin as sent, past the store and coalescing, and gets the origin's answer (`304`, `206`,
-    /// `412` …), which is not stored.
+    /// ``Configuration/usesConditionalRequests``).
+    ///
+    /// The request's own headers are honoured:
+    /// - one that carries its own `If-None-Match`, `If-Modified-Since`, `If-Match`,
+    ///   `If-Unmodified-Since`, `If-Range` or `Range`, or `Cache-Control: no-store`, goes to the
+    ///   origin as sent, past the store and coalescing, and gets the origin's answer (`304`, `206`,
+    ///   `412` …), which is not stored;
+    /// - `Cache-Control: no-cache` or `max-age=0` (or `Pragma: no-cache` without `Cache-Control`)
+    ///   revalidates: the stored entry is not used without asking the origin, and the answer is
+    ///   stored, as for a reload policy.
     ///
     /// - Throws: the `URLError` of a failed fetch (reaching every caller of a shared fetch);
     ///   `URLError(.resourceUnavailable)` for `returnCacheDataDontLoad` without a stored entry;
@@ -116,11 +125,18 @@ public actor CachedTransport {
         guard let key = CacheKey(method: method, url: url, headers: headers, keyHeaders: keyHeaders) else {
             return try await send(request, url: url)
         }
-        if ConditionalRequest.isCallerConditional(headers) {
+        let directives = RequestDirectives(headers)
+        if directives.bypassesStore {
             return try await send(request, url: url, bypassing: true)
         }
         switch request.cachePolicy {
+        case .useProtocolCachePolicy where conformsToHTTPCaching && !directives.revalidates:
+            return try await httpCachingData(for: request, key: key, headers: headers, directives: directives)
         case .useProtocolCachePolicy, .returnCacheDataElseLoad:
+            if directives.revalidates {
+                store.record { $0.requests += 1 }
+                return try await fetch(request, key: key, headers: headers, isReload: true)
+            }
             let instant = hasMaximumAge ? now() : nil
             if let hit = store.answer(for: key, headers: headers, at: instant, counting: true) {
                 if hit.revalidate { revalidateInBackground(request, key: key) }
@@ -134,6 +150,31 @@ public actor CachedTransport {
             store.record { $0.requests += 1 }
             return try await fetch(request, key: key, headers: headers, isReload: true)
         }
+    }
+
+    /// ``data(for:)`` for a `useProtocolCachePolicy` request when the transport follows HTTP
+    /// caching (``Configuration/conformsToHTTPCaching``).
+    private nonisolated(nonsending) func httpCachingData(
+        for request: URLRequest,
+        key: CacheKey,
+        headers: [String: String]?,
+        directives: RequestDirectives
+    ) async throws -> (Data, URLResponse) {
+        if let hit = store.httpAnswer(for: key, headers: headers, at: now(), request: directives.cacheControl) {
+            var response = hit.entry.response
+            if let age = hit.age { response = StoredResponse.with(response, field: "Age", value: String(max(0, age.components.seconds))) }
+            if hit.revalidate {
+                response = StoredResponse.marked(response, value: Self.revalidatingStaleValue)
+                revalidateInBackground(request, key: key)
+            }
+            return (hit.entry.data, response)
+        }
+        if directives.cacheControl?.onlyIfCached == true, let url = request.url {
+            // RFC 9111 section 5.2.1.7: nothing usable is stored, and the network must not be used.
+            return (Data(), HTTPURLResponse(url: url, statusCode: 504, httpVersion: "HTTP/1.1", headerFields: [:])!)
+        }
+        // The store had nothing this request may use; the fetch must not take what it refused.
+        return try await fetch(request, key: key, headers: headers, isReload: true)
     }
 
     /// Loads `url` with a plain GET request; see ``data(for:)``.

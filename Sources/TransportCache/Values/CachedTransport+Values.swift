@@ -146,7 +146,11 @@ extension CachedTransport {
         }
         let method = request.httpMethod ?? "GET"
         let headers = request.allHTTPHeaderFields
-        guard method == "GET" || method == "HEAD", !ConditionalRequest.isCallerConditional(headers),
+        let directives = RequestDirectives(headers)
+        // Requests that bypass the store, and requests whose own Cache-Control HTTP caching has
+        // to weigh, take the data path; their values are decoded for each call.
+        guard method == "GET" || method == "HEAD", !directives.bypassesStore,
+              !(conformsToHTTPCaching && directives.cacheControl != nil && request.cachePolicy == .useProtocolCachePolicy),
               let key = CacheKey(method: method, url: url, headers: headers, keyHeaders: keyHeaders)
         else {
             let (data, response) = try await data(for: request)
@@ -155,9 +159,11 @@ extension CachedTransport {
         let valueKey = DecodedValueKey(type, decoder: decoder)
         let isReload: Bool
         switch request.cachePolicy {
-        case .useProtocolCachePolicy, .returnCacheDataElseLoad, .returnCacheDataDontLoad:
+        case .useProtocolCachePolicy where !directives.revalidates, .returnCacheDataElseLoad where !directives.revalidates,
+             .returnCacheDataDontLoad:
             let dontLoad = request.cachePolicy == .returnCacheDataDontLoad
-            let instant = hasMaximumAge && !dontLoad ? now() : nil
+            let usesHTTPFreshness = conformsToHTTPCaching && request.cachePolicy == .useProtocolCachePolicy
+            let instant = (hasMaximumAge || usesHTTPFreshness) && !dontLoad ? now() : nil
             switch store.decodedLookup(for: key, headers: headers, at: instant, valueKey: valueKey) {
             case .decoded(let decoded, let revalidate):
                 if revalidate { revalidateInBackground(request, key: key) }

@@ -1,0 +1,267 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+@testable import TransportCache
+
+/// An HTTP date `offset` seconds from now.
+private func httpDate(_ offset: TimeInterval = 0) -> String {
+    let formatter = DateFormatter()
+    formatter.locale = Locale(identifier: "en_US_POSIX")
+    formatter.timeZone = TimeZone(identifier: "GMT")
+    formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+    return formatter.string(from: Date().addingTimeInterval(offset))
+}
+
+@Suite("Defaults and request directives")
+struct RequestDirectiveTests {
+    let url = "https://api.example.com/things"
+
+    @Test("201 and 202 answers are not stored by default; 200, 203 and 204 are", arguments: [(201, false), (202, false), (200, true), (203, true), (204, true)])
+    func defaultStorableStatuses(status: Int, stored: Bool) async throws {
+        let loader = TestLoader(respond: TestLoader.status(status))
+        let transport = makeTransport(loader: loader)
+        _ = try await transport.data(for: request(url))
+        _ = try await transport.data(for: request(url))
+        #expect(loader.callCount == (stored ? 1 : 2))
+    }
+
+    @Test("a request's Cache-Control: no-store goes to the origin and stores nothing")
+    func requestNoStore() async throws {
+        let loader = TestLoader()
+        let transport = makeTransport(loader: loader)
+        _ = try await transport.data(for: request(url))
+        let (data, _) = try await transport.data(for: request(url, headers: ["Cache-Control": "no-store"]))
+        #expect(data.text.hasSuffix("call=2"))
+        // The stored entry is untouched: the plain request still gets the first answer.
+        #expect(try await transport.data(for: request(url)).0.text.hasSuffix("call=1"))
+        let fresh = makeTransport(loader: loader)
+        _ = try await fresh.data(for: request(url, headers: ["cache-control": "No-Store"]))
+        #expect(fresh.statistics.entries == 0)
+    }
+
+    @Test("a request's no-cache, max-age=0 or Pragma: no-cache revalidates the entry", arguments: [
+        ["Cache-Control": "no-cache"], ["Cache-Control": "max-age=0"], ["Pragma": "no-cache"], ["cache-control": "private, MAX-AGE=0"],
+    ])
+    func requestRevalidates(headers: [String: String]) async throws {
+        let origin = ValidatingOrigin()
+        let loader = TestLoader(respond: origin.responder)
+        let transport = makeTransport(loader: loader)
+        let (stored, _) = try await transport.data(for: request(url))
+        let (data, response) = try await transport.data(for: request(url, headers: headers))
+        #expect(loader.callCount == 2)
+        #expect(loader.calls[1].value(forHTTPHeaderField: "If-None-Match") == ValidatingOrigin.entityTag(version: 1))
+        #expect(data == stored)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        #expect(origin.notModifiedAnswers == 1)
+    }
+
+    @Test("Pragma: no-cache does not count beside a Cache-Control that allows reuse")
+    func pragmaBesideCacheControl() async throws {
+        let loader = TestLoader()
+        let transport = makeTransport(loader: loader)
+        _ = try await transport.data(for: request(url))
+        _ = try await transport.data(for: request(url, headers: ["Pragma": "no-cache", "Cache-Control": "max-age=60"]))
+        #expect(loader.callCount == 1)
+    }
+}
+
+@Suite("Following HTTP caching (conformsToHTTPCaching)")
+struct HTTPCachingTests {
+    let url = "https://api.example.com/doc"
+
+    func setUp(_ headers: @escaping @Sendable () -> [String: String]) -> (CachedTransport, TestLoader, TestClock) {
+        let loader = TestLoader { request, call in
+            (Data("call=\(call)".utf8), TestLoader.response(for: request, status: 200, headers: headers()))
+        }
+        let clock = TestClock()
+        let transport = makeTransport(loader: loader, clock: clock) { $0.conformsToHTTPCaching = true }
+        return (transport, loader, clock)
+    }
+
+    @Test("max-age sets freshness: a hit within it, a fetch after it")
+    func maxAge() async throws {
+        let (transport, loader, clock) = setUp { ["Cache-Control": "max-age=60"] }
+        _ = try await transport.data(for: request(url))
+        clock.advance(by: .seconds(59))
+        _ = try await transport.data(for: request(url))
+        #expect(loader.callCount == 1)
+        clock.advance(by: .seconds(2))
+        _ = try await transport.data(for: request(url))
+        #expect(loader.callCount == 2)
+    }
+
+    @Test("Expires against Date sets freshness when there is no max-age")
+    func expires() async throws {
+        let (transport, loader, clock) = setUp { ["Date": httpDate(), "Expires": httpDate(100)] }
+        _ = try await transport.data(for: request(url))
+        clock.advance(by: .seconds(90))
+        _ = try await transport.data(for: request(url))
+        #expect(loader.callCount == 1)
+        clock.advance(by: .seconds(20))
+        _ = try await transport.data(for: request(url))
+        #expect(loader.callCount == 2)
+    }
+
+    @Test("an unreadable Expires, or one in the past, is stale at once", arguments: ["0", "yesterday", httpDate(-10)])
+    func badExpires(expires: String) async throws {
+        let (transport, loader, _) = setUp { ["Date": httpDate(), "Expires": expires] }
+        _ = try await transport.data(for: request(url))
+        _ = try await transport.data(for: request(url))
+        #expect(loader.callCount == 2)
+    }
+
+    @Test("without explicit freshness, a tenth of the time since Last-Modified is the heuristic lifetime")
+    func heuristic() async throws {
+        let (transport, loader, clock) = setUp { ["Date": httpDate(), "Last-Modified": httpDate(-10 * 3600)] }
+        _ = try await transport.data(for: request(url))
+        clock.advance(by: .seconds(3500))
+        _ = try await transport.data(for: request(url))
+        #expect(loader.callCount == 1)
+        clock.advance(by: .seconds(200))
+        _ = try await transport.data(for: request(url))
+        #expect(loader.callCount == 2)
+    }
+
+    @Test("a response with no freshness information is revalidated on every request")
+    func noFreshness() async throws {
+        let (transport, loader, _) = setUp { [:] }
+        for _ in 0..<3 { _ = try await transport.data(for: request(url)) }
+        #expect(loader.callCount == 3)
+    }
+
+    @Test("a received Age counts against max-age")
+    func receivedAge() async throws {
+        let (transport, loader, clock) = setUp { ["Cache-Control": "max-age=60", "Age": "50"] }
+        _ = try await transport.data(for: request(url))
+        clock.advance(by: .seconds(9))
+        _ = try await transport.data(for: request(url))
+        #expect(loader.callCount == 1)
+        clock.advance(by: .seconds(2))
+        _ = try await transport.data(for: request(url))
+        #expect(loader.callCount == 2)
+    }
+
+    @Test("answers from memory carry a generated Age")
+    func generatedAge() async throws {
+        let (transport, _, clock) = setUp { ["Cache-Control": "max-age=600", "Age": "5"] }
+        _ = try await transport.data(for: request(url))
+        clock.advance(by: .seconds(30))
+        let (_, response) = try await transport.data(for: request(url))
+        let age = try #require((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Age").flatMap(Int.init))
+        #expect((35...36).contains(age))
+    }
+
+    @Test("s-maxage is for shared caches and ignored")
+    func sharedMaxAge() async throws {
+        let (transport, loader, _) = setUp { ["Cache-Control": "s-maxage=600"] }
+        _ = try await transport.data(for: request(url))
+        _ = try await transport.data(for: request(url))
+        #expect(loader.callCount == 2)
+    }
+
+    @Test("a no-cache response is stored but revalidated before every use, with no header override")
+    func noCacheResponse() async throws {
+        let origin = ValidatingOrigin()
+        origin.setHeader("Cache-Control", "no-cache, max-age=600")
+        let loader = TestLoader(respond: origin.responder)
+        let transport = makeTransport(loader: loader) { $0.conformsToHTTPCaching = true }
+        let (stored, _) = try await transport.data(for: request(url))
+        let (again, response) = try await transport.data(for: request(url))
+        #expect(again == stored)
+        #expect(loader.callCount == 2)
+        #expect(origin.notModifiedAnswers == 1)
+        #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Control") == "no-cache, max-age=600")
+    }
+
+    @Test("must-revalidate: never answered stale, not in a window and not when the network fails")
+    func mustRevalidate() async throws {
+        let failing = Locked(false)
+        let loader = TestLoader { request, call in
+            if failing.withLock({ $0 }) { throw URLError(.notConnectedToInternet) }
+            return (Data("call=\(call)".utf8), TestLoader.response(for: request, status: 200, headers: ["Cache-Control": "max-age=10, must-revalidate"]))
+        }
+        let clock = TestClock()
+        let transport = makeTransport(loader: loader, clock: clock) {
+            $0.conformsToHTTPCaching = true
+            $0.staleWhileRevalidate = .seconds(600)
+            $0.staleIfError = true
+        }
+        _ = try await transport.data(for: request(url))
+        clock.advance(by: .seconds(11))
+        failing.withLock { $0 = true }
+        let error = await thrownError { try await transport.data(for: request(url)) }
+        #expect((error as? URLError)?.code == .notConnectedToInternet)
+        #expect(transport.statistics.staleWindowAnswers == 0)
+    }
+
+    @Test("a response's stale-while-revalidate opens a window for it")
+    func responseStaleWhileRevalidate() async throws {
+        let (transport, loader, clock) = setUp { ["Cache-Control": "max-age=10, stale-while-revalidate=60"] }
+        _ = try await transport.data(for: request(url))
+        clock.advance(by: .seconds(30))
+        let (data, response) = try await transport.data(for: request(url))
+        #expect(data.text == "call=1")
+        #expect(response.isRevalidatingAnswer)
+        await loader.waitForCalls(2)
+    }
+
+    @Test("a request's max-age, min-fresh and max-stale are honoured")
+    func requestDirectives() async throws {
+        let (transport, loader, clock) = setUp { ["Cache-Control": "max-age=100"] }
+        _ = try await transport.data(for: request(url))
+        clock.advance(by: .seconds(50))
+        _ = try await transport.data(for: request(url, headers: ["Cache-Control": "max-age=60"]))
+        #expect(loader.callCount == 1)
+        _ = try await transport.data(for: request(url, headers: ["Cache-Control": "max-age=40"]))
+        #expect(loader.callCount == 2)
+        // The refetched entry has 100 s left: enough for min-fresh=90, not for 110.
+        _ = try await transport.data(for: request(url, headers: ["Cache-Control": "min-fresh=90"]))
+        #expect(loader.callCount == 2)
+        _ = try await transport.data(for: request(url, headers: ["Cache-Control": "min-fresh=110"]))
+        #expect(loader.callCount == 3)
+        clock.advance(by: .seconds(150))
+        _ = try await transport.data(for: request(url, headers: ["Cache-Control": "max-stale=100"]))
+        #expect(loader.callCount == 3)
+        _ = try await transport.data(for: request(url, headers: ["Cache-Control": "max-stale=10"]))
+        #expect(loader.callCount == 4)
+    }
+
+    @Test("only-if-cached answers 504 without the network when nothing usable is stored")
+    func onlyIfCached() async throws {
+        let (transport, loader, _) = setUp { ["Cache-Control": "max-age=100"] }
+        let (_, missing) = try await transport.data(for: request(url, headers: ["Cache-Control": "only-if-cached"]))
+        #expect((missing as? HTTPURLResponse)?.statusCode == 504)
+        #expect(loader.callCount == 0)
+        _ = try await transport.data(for: request(url))
+        let (data, stored) = try await transport.data(for: request(url, headers: ["Cache-Control": "only-if-cached"]))
+        #expect((stored as? HTTPURLResponse)?.statusCode == 200)
+        #expect(data.text == "call=1")
+        #expect(loader.callCount == 1)
+    }
+
+    @Test("any final status with explicit freshness may be stored; without it, only the storable ones", arguments: [(404, true), (500, true), (201, true)])
+    func explicitFreshnessStatuses(status: Int, stored: Bool) async throws {
+        let loader = TestLoader { request, call in
+            (Data("call=\(call)".utf8), TestLoader.response(for: request, status: status, headers: ["Cache-Control": "max-age=60"]))
+        }
+        let transport = makeTransport(loader: loader) { $0.conformsToHTTPCaching = true }
+        _ = try await transport.data(for: request(url))
+        _ = try await transport.data(for: request(url))
+        #expect(loader.callCount == (stored ? 1 : 2))
+        let plain = TestLoader(respond: TestLoader.status(status))
+        let other = makeTransport(loader: plain) { $0.conformsToHTTPCaching = true }
+        _ = try await other.data(for: request(url))
+        _ = try await other.data(for: request(url))
+        #expect(plain.callCount == 2)
+    }
+
+    @Test("requests with another policy keep the default behaviour")
+    func otherPolicies() async throws {
+        let (transport, loader, _) = setUp { ["Cache-Control": "no-cache"] }
+        _ = try await transport.data(for: request(url))
+        _ = try await transport.data(for: request(url, policy: .returnCacheDataElseLoad))
+        #expect(loader.callCount == 1)
+    }
+}
