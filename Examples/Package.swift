@@ -7,11 +7,13 @@ let package = Package(
     products: [
         .library(name: "LoopbackOrigin", targets: ["LoopbackOrigin"]),
         .executable(name: "transport-demo", targets: ["transport-demo"]),
+        .executable(name: "transport-proxy", targets: ["transport-proxy"]),
     ],
     dependencies: [
         .package(name: "TransportCache", path: ".."),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         .target(
@@ -24,6 +26,14 @@ let package = Package(
         .executableTarget(
             name: "transport-demo",
             dependencies: ["LoopbackOrigin", .product(name: "TransportCache", package: "TransportCache")]
+        ),
+        .executableTarget(
+            name: "transport-proxy",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "TransportCache", package: "TransportCache"),
+            ]
         ),
         .testTarget(
             name: "EndToEndTests",
