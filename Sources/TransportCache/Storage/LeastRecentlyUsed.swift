@@ -73,6 +73,16 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         return evictToBudget()
     }
 
+    /// Calls `body` with each key and value, from the most to the least recently used.
+    /// - Complexity: O(n).
+    func forEach(_ body: (Key, Value) throws -> Void) rethrows {
+        var position = newest
+        while position >= 0 {
+            if let key = slots[position].key, let value = slots[position].value { try body(key, value) }
+            position = slots[position].older
+        }
+    }
+
     /// Stores `value`, replacing any value for `key`, then evicts least recently used values until
     /// the budget holds. A value whose cost alone exceeds the budget is not stored.
     /// - Returns: the replaced value, and how many other values were evicted.

@@ -132,8 +132,8 @@ final class MemoryURLCache: URLCache, @unchecked Sendable {
             var total = cost
             if sameBytes, let previous {
                 // The same bytes decode to the same values: the new entry keeps them.
-                let carried = previous.decoded.filter { $0.value.isDecoded }
-                let carriedCost = carried.values.reduce(0) { $0 + $1.cost }
+                let carried = previous.decoded.keptValues
+                let carriedCost = carried.cost
                 if total + carriedCost <= state.entries.capacity {
                     entry.decoded = carried
                     total += carriedCost

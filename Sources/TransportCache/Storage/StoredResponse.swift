@@ -22,7 +22,7 @@ final class StoredResponse: @unchecked Sendable {
     /// Values decoded from ``data``, by type and decoder, and decodes in progress. They live and
     /// die with this entry: an invalidated, evicted or replaced entry takes them along, except a
     /// replacement with the same bytes, which carries them over. Guarded by the store's lock.
-    var decoded: [DecodedValueKey: DecodedSlot] = [:]
+    var decoded = DecodedValues()
 
     init(data: Data, response: URLResponse, vary: [VaryHeader], storedAt: ContinuousClock.Instant, expiresAt: ContinuousClock.Instant?) {
         self.data = data

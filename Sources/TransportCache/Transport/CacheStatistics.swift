@@ -29,6 +29,10 @@ public struct CacheStatistics: Sendable, Hashable {
     public var decodes = 0
     /// Values handed out already decoded, without decoding again.
     public var decodedHits = 0
+    /// Decoded values dropped while their entry stayed: the entry's least recently used ones,
+    /// beyond ``CachedTransport/Configuration/maximumDecodedValuesPerEntry``. A count that keeps
+    /// growing means decoders are made per call (see ``ResponseDecoding``).
+    public var decodedEvictions = 0
     /// Bytes the store holds: bodies, decoded values (see ``CachedTransport/value(_:for:decoder:)``)
     /// and a per-entry overhead, never above the memory capacity.
     public var bytesHeld = 0

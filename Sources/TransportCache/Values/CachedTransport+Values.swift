@@ -22,6 +22,8 @@ extension CachedTransport {
     ///   refresh or reload brings different bytes. A refresh that brings the same bytes keeps it.
     /// - Each type, and each decoder instance, has its own decoded value (see
     ///   ``ResponseDecoding``).
+    /// - An entry keeps at most ``Configuration/maximumDecodedValuesPerEntry`` values, dropping
+    ///   its least recently used one beyond that.
     /// - A decoded value is charged against ``Configuration/memoryCapacity`` the byte count of the
     ///   body it came from plus 64 bytes, an estimate: a Swift value decoded from JSON usually
     ///   takes no more than its text. When that charge does not fit, the value is returned but not
@@ -201,7 +203,10 @@ extension CachedTransport {
                     result = .failure(error)
                 }
                 let decoded = result.map { DecodedValue($0, data: entry.data, decoder: decoder) as AnyDecodedValue }
-                let waiters = store.finishDecode(valueKey, on: entry, for: key, with: decoded)
+                let waiters = store.finishDecode(
+                    valueKey, on: entry, for: key, with: decoded,
+                    limit: configuration.maximumDecodedValuesPerEntry
+                )
                 let outcome: DecodeOutcome = switch decoded {
                 case .success(let value): .decoded(value)
                 case .failure(let error): .failed(error)

@@ -1,0 +1,10 @@
+extension MemoryURLCache.State {
+    /// Calls `body` with every stored response and the key it is stored under, from the most to
+    /// the least recently used key.
+    ///
+    /// Walks over the whole store go through here, so that they do not depend on what the store
+    /// keeps per key.
+    func forEachStoredResponse(_ body: (CacheKey, StoredResponse) -> Void) {
+        entries.forEach(body)
+    }
+}
