@@ -25,13 +25,14 @@ public struct CacheStatistics: Sendable, Hashable {
     public var staleAnswers = 0
     /// Bodies decoded by ``CachedTransport/value(_:for:decoder:)`` and
     /// ``CachedTransport/values(_:for:decoder:)``, successfully or not: at most one per stored
-    /// entry, type and decoder, however many callers asked.
+    /// entry, type and decoder settings, however many callers asked.
     public var decodes = 0
     /// Values handed out already decoded, without decoding again.
     public var decodedHits = 0
     /// Decoded values dropped while their entry stayed: the entry's least recently used ones,
     /// beyond ``CachedTransport/Configuration/maximumDecodedValuesPerEntry``. A count that keeps
-    /// growing means decoders are made per call (see ``ResponseDecoding``).
+    /// growing means decoders with settings that cannot be compared are made per call (see
+    /// ``ResponseDecoding``).
     public var decodedEvictions = 0
     /// Bytes the store holds: bodies, decoded values (see ``CachedTransport/value(_:for:decoder:)``)
     /// and a per-entry overhead, never above the memory capacity.

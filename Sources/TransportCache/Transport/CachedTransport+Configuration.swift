@@ -67,13 +67,13 @@ extension CachedTransport {
         /// waits for a subscriber. Default: 100.
         public var changeBufferLimit = 100
 
-        /// The most decoded values one stored entry keeps, over all types and decoders (see
-        /// ``CachedTransport/value(_:for:decoder:)``). Beyond it, the entry's least recently
+        /// The most decoded values one stored entry keeps, over all types and decoder settings
+        /// (see ``CachedTransport/value(_:for:decoder:)``). Beyond it, the entry's least recently
         /// used value is dropped, counted in ``CacheStatistics/decodedEvictions``, and decoded
         /// again if asked for. Zero keeps none.
         ///
         /// Default: 4, room for the one or two types a screen decodes from a response and for a
-        /// few decoders.
+        /// few decoders whose settings cannot be compared.
         public var maximumDecodedValuesPerEntry = 4
 
         /// The configuration of the transport's own URLSession: timeouts, extra headers,

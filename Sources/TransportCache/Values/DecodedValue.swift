@@ -1,32 +1,34 @@
 import Foundation
 
-/// Which decoded value of an entry: the type and the decoder instance.
+/// Which decoded value of an entry: the type and the decoder's settings (see
+/// ``DecoderSettings``).
 struct DecodedValueKey: Hashable, Sendable {
     let type: ObjectIdentifier
-    let decoder: ObjectIdentifier
+    let settings: DecoderSettings
 
     init<Value>(_ type: Value.Type, decoder: any ResponseDecoding) {
         self.type = ObjectIdentifier(type)
-        self.decoder = ObjectIdentifier(decoder)
+        settings = DecoderSettings(of: decoder)
     }
 }
 
 /// A decoded value held by an entry.
 ///
 /// The typed subclass is reached with one unchecked downcast, since the key already names the
-/// type. It keeps its decoder alive, so that the decoder's identity in ``DecodedValueKey`` cannot
-/// be taken by a new decoder with other settings while the value lives.
+/// type. When the key names the decoder instance, the value keeps that decoder alive, so that
+/// its identity cannot be taken by a new decoder with other settings while the value lives. A
+/// value keyed by settings holds no decoder: a fresh decoder per call is released with its call.
 ///
 /// `@unchecked Sendable`: every stored property is an immutable `let` of a Sendable type; the class
 /// is not final only so that ``DecodedValue`` can carry the value.
 class AnyDecodedValue: @unchecked Sendable {
     /// The bytes the value was decoded from.
     let data: Data
-    let decoder: any ResponseDecoding
+    let retainedDecoder: (any ResponseDecoding)?
 
-    init(data: Data, decoder: any ResponseDecoding) {
+    init(data: Data, retaining decoder: (any ResponseDecoding)?) {
         self.data = data
-        self.decoder = decoder
+        retainedDecoder = decoder
     }
 
     /// What a decoded value is charged against the byte budget beyond its body: the box, the
@@ -39,9 +41,9 @@ final class DecodedValue<Value: Sendable>: AnyDecodedValue, @unchecked Sendable 
     // Sendable type.
     let value: Value
 
-    init(_ value: Value, data: Data, decoder: any ResponseDecoding) {
+    init(_ value: Value, data: Data, retaining decoder: (any ResponseDecoding)?) {
         self.value = value
-        super.init(data: data, decoder: decoder)
+        super.init(data: data, retaining: decoder)
     }
 }
 
