@@ -76,6 +76,18 @@ extension CachedTransport {
         /// few decoders whose settings cannot be compared.
         public var maximumDecodedValuesPerEntry = 4
 
+        /// On Apple platforms, whether the transport gives memory back when the system reports
+        /// memory pressure, as `NSCache` and `URLCache` do: a warning makes it
+        /// ``CachedTransport/trim(for:)`` with ``MemoryPressure/warning``, a critical level with
+        /// ``MemoryPressure/critical``. It listens through
+        /// `DispatchSource.makeMemoryPressureSource` for as long as the transport lives.
+        ///
+        /// Linux has no such source: there this setting changes nothing, and an app calls
+        /// ``CachedTransport/trim(for:)`` itself when it learns of pressure.
+        ///
+        /// Default: true.
+        public var respondsToMemoryPressure = true
+
         /// The configuration of the transport's own URLSession: timeouts, extra headers,
         /// connection limits, protocol classes.
         ///

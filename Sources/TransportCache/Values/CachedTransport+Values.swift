@@ -29,7 +29,7 @@ extension CachedTransport {
     /// - A decoded value is charged against ``Configuration/memoryCapacity`` the byte count of the
     ///   body it came from plus 64 bytes, an estimate: a Swift value decoded from JSON usually
     ///   takes no more than its text. When that charge does not fit, the value is returned but not
-    ///   kept.
+    ///   kept. ``trim(for:)`` drops every kept value.
     /// - Decoding runs off the caller's actor, so a view model on the main actor never decodes a
     ///   large body on the main thread; a value already decoded is returned on the caller's
     ///   executor with one locked lookup.
