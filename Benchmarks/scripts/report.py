@@ -128,6 +128,16 @@ def rows(results):
         out.append(("Decoded value hit (5 KB JSON, 20 articles)", fmt_time(value),
                     f"data(for:) + JSONDecoder each call {fmt_time(decoding)}",
                     f"{decoding / value:.0f}× faster", "— (no goal set)", None, None))
+    fresh = seconds(results, "Values: value(_:for:decoder: JSONDecoder()) hit, new decoder per call, 20 articles")
+    if value and fresh:
+        ratio = fresh / value
+        baseline = f"value hit, shared decoder {fmt_time(value)}"
+        if decoding:
+            baseline += f"; a decode per call {fmt_time(decoding)}"
+        # "The same order": within 10× of the shared decoder's hit.
+        out.append(("Decoded value hit, new JSONDecoder() per call", fmt_time(fresh), baseline,
+                    f"{ratio:.1f}×" + (f", {decoding / fresh:.0f}× faster than decoding" if decoding else ""),
+                    "same order (within 10×)", ratio < 10, ratio / 10))
     fan_out = seconds(results, "Fan-out: one invalidation to 1000 subscribers")
     if fan_out is not None:
         out.append(("Invalidation fan-out to 1,000 subscribers", fmt_time(fan_out), "—", "—", "≤ 5 ms",
