@@ -128,6 +128,16 @@ def rows(results):
         out.append(("Decoded value hit (5 KB JSON, 20 articles)", fmt_time(value),
                     f"data(for:) + JSONDecoder each call {fmt_time(decoding)}",
                     f"{decoding / value:.0f}× faster", "— (no goal set)", None, None))
+    fresh = seconds(results, "Values: value(_:for:decoder: JSONDecoder()) hit, new decoder per call, 20 articles")
+    if value and fresh:
+        ratio = fresh / value
+        baseline = f"value hit, shared decoder {fmt_time(value)}"
+        if decoding:
+            baseline += f"; a decode per call {fmt_time(decoding)}"
+        # "The same order": within 10× of the shared decoder's hit.
+        out.append(("Decoded value hit, new JSONDecoder() per call", fmt_time(fresh), baseline,
+                    f"{ratio:.1f}×" + (f", {decoding / fresh:.0f}× faster than decoding" if decoding else ""),
+                    "same order (within 10×)", ratio < 10, ratio / 10))
     conditional = "Refresh: unchanged 200 KB body, conditional (304)"
     full = "Refresh: unchanged 200 KB body, full refetch"
     conditional_wall, full_wall = seconds(results, conditional), seconds(results, full)

@@ -60,17 +60,34 @@ func feedBody(_ version: Int) -> Data {
     Data(#"{"items":[{"id":\#(version),"name":"version \#(version)"}]}"#.utf8)
 }
 
+/// A loader answering every request with `body`.
+func fixedLoader(_ body: String) -> TestLoader {
+    TestLoader { request, _ in (Data(body.utf8), TestLoader.response(for: request, status: 200)) }
+}
+
+/// A `JSONDecoder` with `configure` applied.
+func jsonDecoder(_ configure: (JSONDecoder) -> Void = { _ in }) -> JSONDecoder {
+    let decoder = JSONDecoder()
+    configure(decoder)
+    return decoder
+}
+
 extension CachedTransport {
     /// Callers waiting for another caller's decode, over every stored entry.
     var callersWaitingForDecode: Int {
         store.state.withLock { state in
-            state.entries.keys.reduce(0) { total, key in
-                let slots = state.entries.peekValue(forKey: key)?.all.flatMap { $0.decoded.values } ?? []
-                return total + slots.reduce(0) { count, slot in
-                    if case .decoding(let waiters) = slot { return count + waiters.count }
-                    return count
-                }
-            }
+            var total = 0
+            state.forEachStoredResponse { _, stored in total += stored.decoded.waitingCallers }
+            return total
+        }
+    }
+
+    /// Decoded values kept, over every stored entry.
+    var decodedValuesHeld: Int {
+        store.state.withLock { state in
+            var total = 0
+            state.forEachStoredResponse { _, stored in total += stored.decoded.count }
+            return total
         }
     }
 }

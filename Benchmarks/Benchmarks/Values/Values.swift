@@ -6,8 +6,9 @@ import FoundationNetworking
 #endif
 import TransportCache
 
-// A screen reading a list it already holds: a decoded value from `value(_:for:)` against the
-// bytes from `data(for:)` decoded again on every call. Measured inside a detached task, off the
+// A screen reading a list it already holds: a decoded value from `value(_:for:)`, with the
+// shared default decoder and with a new `JSONDecoder()` per call, against the bytes from
+// `data(for:)` decoded again on every call. Measured inside a detached task, off the
 // main actor, like the other suites.
 
 struct Article: Codable, Sendable {
@@ -83,6 +84,25 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.startMeasurement()
         try await Task.detached {
             for _ in iterations { blackHole(try await transport.value([Article].self, for: articlesRequest)) }
+        }.value
+        benchmark.stopMeasurement()
+    } setup: {
+        try await makeTransport()
+    } teardown: {
+        transport.clear()
+    }
+
+    // The idiom most code writes: a new decoder on every call. Decoders with equal settings
+    // share the decoded value, so this is a hit too, plus making the decoder and reading its
+    // settings.
+    Benchmark("Values: value(_:for:decoder: JSONDecoder()) hit, new decoder per call, 20 articles", configuration: perCall) { benchmark in
+        let transport = transport.value
+        let iterations = benchmark.scaledIterations
+        benchmark.startMeasurement()
+        try await Task.detached {
+            for _ in iterations {
+                blackHole(try await transport.value([Article].self, for: articlesRequest, decoder: JSONDecoder()))
+            }
         }.value
         benchmark.stopMeasurement()
     } setup: {

@@ -73,6 +73,41 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         return evictToBudget()
     }
 
+    /// Charges `key`'s value `amount` less, without changing its recency.
+    /// - Complexity: O(1).
+    mutating func reduceCost(by amount: Int, forKey key: Key) {
+        guard let position = index[key] else { return }
+        let reduction = min(max(0, amount), slots[position].cost)
+        slots[position].cost -= reduction
+        totalCost -= reduction
+    }
+
+    /// Removes least recently used values until the total cost is at most `limit`.
+    /// - Returns: the removed keys, least recently used first.
+    /// - Complexity: O(1) per removed value.
+    mutating func removeLeastRecentlyUsed(untilTotalCostIsAtMost limit: Int) -> [Key] {
+        var removed: [Key] = []
+        while totalCost > max(0, limit), oldest >= 0 {
+            let position = oldest
+            if let key = slots[position].key {
+                index.removeValue(forKey: key)
+                removed.append(key)
+            }
+            release(position)
+        }
+        return removed
+    }
+
+    /// Calls `body` with each key and value, from the most to the least recently used.
+    /// - Complexity: O(n).
+    func forEach(_ body: (Key, Value) throws -> Void) rethrows {
+        var position = newest
+        while position >= 0 {
+            if let key = slots[position].key, let value = slots[position].value { try body(key, value) }
+            position = slots[position].older
+        }
+    }
+
     /// Stores `value`, replacing any value for `key`, then evicts least recently used values until
     /// the budget holds. A value whose cost alone exceeds the budget is not stored.
     /// - Returns: the replaced value, and how many other values were evicted.

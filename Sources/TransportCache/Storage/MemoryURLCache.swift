@@ -222,9 +222,8 @@ final class MemoryURLCache: URLCache, @unchecked Sendable {
             let sameBytes = previous?.data == data
             if sameBytes, let previous {
                 // The same bytes decode to the same values: the new entry keeps them.
-                let carried = previous.decoded.filter { $0.value.isDecoded }
-                let carriedCost = carried.values.reduce(0) { $0 + $1.cost }
-                if cost + carriedCost <= state.entries.capacity { entry.decoded = carried }
+                let carried = previous.decoded.keptValues
+                if cost + carried.cost <= state.entries.capacity { entry.decoded = carried }
             }
             let variants = StoredVariants([entry] + kept.prefix(maximumVariants - 1))
             let (_, evicted) = state.entries.setValue(variants, forKey: key, cost: variants.totalCost)
@@ -259,7 +258,7 @@ final class MemoryURLCache: URLCache, @unchecked Sendable {
         return state.withLock { state in
             guard let variants = state.entries.peekValue(forKey: key) else { return nil }
             let before = variants.totalCost
-            updated.decoded = entry.decoded.filter { $0.value.isDecoded }
+            updated.decoded = entry.decoded.keptValues
             guard variants.replace(entry, with: updated) else { return nil }
             _ = variants.match(nil)
             if let evicted = state.entries.addCost(variants.totalCost - before, forKey: key) {

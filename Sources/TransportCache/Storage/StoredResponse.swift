@@ -37,7 +37,7 @@ final class StoredResponse: @unchecked Sendable {
     /// Values decoded from ``data``, by type and decoder, and decodes in progress. They live and
     /// die with this entry: an invalidated, evicted or replaced entry takes them along, except a
     /// replacement with the same bytes, which carries them over. Guarded by the store's lock.
-    var decoded: [DecodedValueKey: DecodedSlot] = [:]
+    var decoded = DecodedValues()
     /// ``response`` marked as a stale-window answer, built on the first such answer. Guarded by
     /// the store's lock.
     private var staleWindowResponse: URLResponse?
@@ -76,9 +76,7 @@ final class StoredResponse: @unchecked Sendable {
 
     /// The bytes charged for this entry and the values decoded from it.
     var totalCost: Int {
-        var total = cost
-        for slot in decoded.values { total += slot.cost }
-        return total
+        cost + decoded.cost
     }
 
     /// The response a stale-window answer carries: ``response`` with

@@ -16,7 +16,8 @@ public struct CacheStatistics: Sendable, Hashable {
     /// Responses returned to their callers but not stored because they exceed the largest entry
     /// the configuration allows.
     public var rejectedTooLarge = 0
-    /// Entries pushed out, least recently used first, to keep the byte budget.
+    /// Entries pushed out, least recently used first, to keep the byte budget or to give memory
+    /// back on a ``CachedTransport/trim(for:)``.
     public var evictions = 0
     /// Entries dropped by invalidation (explicit, by endpoint, all, or by an unsafe request).
     public var invalidations = 0
@@ -44,10 +45,18 @@ public struct CacheStatistics: Sendable, Hashable {
     public var bypasses = 0
     /// Bodies decoded by ``CachedTransport/value(_:for:decoder:)`` and
     /// ``CachedTransport/values(_:for:decoder:)``, successfully or not: at most one per stored
-    /// entry, type and decoder, however many callers asked.
+    /// entry, type and decoder settings, however many callers asked.
     public var decodes = 0
     /// Values handed out already decoded, without decoding again.
     public var decodedHits = 0
+    /// Decoded values dropped while their entry stayed: the entry's least recently used ones,
+    /// beyond ``CachedTransport/Configuration/maximumDecodedValuesPerEntry``, and every one on a
+    /// ``CachedTransport/trim(for:)``. A count that keeps growing means decoders with settings
+    /// that cannot be compared are made per call (see ``ResponseDecoding``).
+    public var decodedEvictions = 0
+    /// Trims for memory pressure: ``CachedTransport/trim(for:)`` calls, including those the
+    /// system's memory warnings make on Apple platforms.
+    public var trims = 0
     /// Bytes the store holds: bodies, decoded values (see ``CachedTransport/value(_:for:decoder:)``)
     /// and a per-entry overhead, never above the memory capacity.
     public var bytesHeld = 0

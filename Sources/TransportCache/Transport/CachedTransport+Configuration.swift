@@ -130,6 +130,27 @@ extension CachedTransport {
         /// waits for a subscriber. Default: 100.
         public var changeBufferLimit = 100
 
+        /// The most decoded values one stored entry keeps, over all types and decoder settings
+        /// (see ``CachedTransport/value(_:for:decoder:)``). Beyond it, the entry's least recently
+        /// used value is dropped, counted in ``CacheStatistics/decodedEvictions``, and decoded
+        /// again if asked for. Zero keeps none.
+        ///
+        /// Default: 4, room for the one or two types a screen decodes from a response and for a
+        /// few decoders whose settings cannot be compared.
+        public var maximumDecodedValuesPerEntry = 4
+
+        /// On Apple platforms, whether the transport gives memory back when the system reports
+        /// memory pressure, as `NSCache` and `URLCache` do: a warning makes it
+        /// ``CachedTransport/trim(for:)`` with ``MemoryPressure/warning``, a critical level with
+        /// ``MemoryPressure/critical``. It listens through
+        /// `DispatchSource.makeMemoryPressureSource` for as long as the transport lives.
+        ///
+        /// Linux has no such source: there this setting changes nothing, and an app calls
+        /// ``CachedTransport/trim(for:)`` itself when it learns of pressure.
+        ///
+        /// Default: true.
+        public var respondsToMemoryPressure = true
+
         /// The configuration of the transport's own URLSession: timeouts, extra headers,
         /// connection limits, protocol classes.
         ///

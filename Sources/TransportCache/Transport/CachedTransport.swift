@@ -53,7 +53,11 @@ public actor CachedTransport {
 
     /// The fetches in flight and their callers. Invalidation holds this lock too, so that it
     /// and a fetch's store never interleave.
-    let inFlight = Locked(InFlight())
+    let inFlight: Locked<InFlight>
+    #if canImport(Darwin)
+    /// Trims the store on the system's memory pressure events, until the transport goes away.
+    private let memoryPressureObserver: MemoryPressureObserver?
+    #endif
 
     /// Makes a transport with its own URLSession and memory store.
     public init(configuration: Configuration = .init()) {
@@ -75,14 +79,27 @@ public actor CachedTransport {
         self.keyHeaders = keyHeaders
         self.loader = loader
         self.now = now
-        broadcaster = ChangeBroadcaster(bufferLimit: configuration.changeBufferLimit)
-        store = MemoryURLCache(
+        let broadcaster = ChangeBroadcaster(bufferLimit: configuration.changeBufferLimit)
+        let store = MemoryURLCache(
             memoryCapacity: configuration.memoryCapacity,
             maximumEntryShare: configuration.maximumEntryShare,
             maximumVariants: configuration.maximumVariants,
             keyHeaders: keyHeaders,
             now: now
         )
+        let inFlight = Locked(InFlight())
+        self.broadcaster = broadcaster
+        self.store = store
+        self.inFlight = inFlight
+        #if canImport(Darwin)
+        // The handler holds the parts a trim touches, not the transport: the observer, and with
+        // it the handler, go away with the transport.
+        memoryPressureObserver = configuration.respondsToMemoryPressure
+            ? MemoryPressureObserver { pressure in
+                CachedTransport.trim(for: pressure, store: store, inFlight: inFlight, broadcaster: broadcaster)
+            }
+            : nil
+        #endif
     }
 
     /// What the transport has done so far: requests, hits, fetches, coalesced joins, stores,

@@ -4,8 +4,8 @@ import FoundationNetworking
 #endif
 
 extension CachedTransport {
-    /// The decoder used when a call names none: a `JSONDecoder` with default settings, shared by
-    /// every such call so that they share decoded values.
+    /// The decoder used when a call names none: a `JSONDecoder` with default settings, made once
+    /// so that such calls do not make one each.
     @usableFromInline
     static let defaultDecoder = JSONDecoder()
 
@@ -20,12 +20,16 @@ extension CachedTransport {
     ///   calls get that value without decoding. Concurrent callers share the fetch and the decode.
     /// - A decoded value is dropped with its entry: on invalidation, on eviction, and when a
     ///   refresh or reload brings different bytes. A refresh that brings the same bytes keeps it.
-    /// - Each type, and each decoder instance, has its own decoded value (see
-    ///   ``ResponseDecoding``).
+    /// - Each type and each set of decoder settings has its own decoded value: decoders with equal
+    ///   settings share it, so `decoder: JSONDecoder()` on every call decodes once. A decoder whose
+    ///   settings cannot be compared (a `.custom` strategy, a non-empty `userInfo`) has values of
+    ///   its own instance (see ``ResponseDecoding``).
+    /// - An entry keeps at most ``Configuration/maximumDecodedValuesPerEntry`` values, dropping
+    ///   its least recently used one beyond that.
     /// - A decoded value is charged against ``Configuration/memoryCapacity`` the byte count of the
     ///   body it came from plus 64 bytes, an estimate: a Swift value decoded from JSON usually
     ///   takes no more than its text. When that charge does not fit, the value is returned but not
-    ///   kept.
+    ///   kept. ``trim(for:)`` drops every kept value.
     /// - Decoding runs off the caller's actor, so a view model on the main actor never decodes a
     ///   large body on the main thread; a value already decoded is returned on the caller's
     ///   executor with one locked lookup.
@@ -37,8 +41,8 @@ extension CachedTransport {
     /// - Parameters:
     ///   - type: the type to decode.
     ///   - request: the request, with the same key, policy and coalescing rules as ``data(for:)``.
-    ///   - decoder: the decoder. Default: a `JSONDecoder` with default settings, shared by every
-    ///     call that names no decoder.
+    ///   - decoder: the decoder. Default: a `JSONDecoder` with default settings, which shares
+    ///     values with any other `JSONDecoder` with default settings.
     /// - Throws: ``ValueDecodingError`` when the status is outside 200-299 or the body does not
     ///   decode (not kept: the next call decodes again, and the stored bytes stay usable); the
     ///   errors of ``data(for:)`` otherwise.
@@ -208,8 +212,12 @@ extension CachedTransport {
                 } catch {
                     result = .failure(error)
                 }
-                let decoded = result.map { DecodedValue($0, data: entry.data, decoder: decoder) as AnyDecodedValue }
-                let waiters = store.finishDecode(valueKey, on: entry, for: key, with: decoded)
+                let retained = valueKey.settings.isInstance ? decoder : nil
+                let decoded = result.map { DecodedValue($0, data: entry.data, retaining: retained) as AnyDecodedValue }
+                let waiters = store.finishDecode(
+                    valueKey, on: entry, for: key, with: decoded,
+                    limit: configuration.maximumDecodedValuesPerEntry
+                )
                 let outcome: DecodeOutcome = switch decoded {
                 case .success(let value): .decoded(value)
                 case .failure(let error): .failed(error)

@@ -1,32 +1,34 @@
 import Foundation
 
-/// Which decoded value of an entry: the type and the decoder instance.
+/// Which decoded value of an entry: the type and the decoder's settings (see
+/// ``DecoderSettings``).
 struct DecodedValueKey: Hashable, Sendable {
     let type: ObjectIdentifier
-    let decoder: ObjectIdentifier
+    let settings: DecoderSettings
 
     init<Value>(_ type: Value.Type, decoder: any ResponseDecoding) {
         self.type = ObjectIdentifier(type)
-        self.decoder = ObjectIdentifier(decoder)
+        settings = DecoderSettings(of: decoder)
     }
 }
 
 /// A decoded value held by an entry.
 ///
 /// The typed subclass is reached with one unchecked downcast, since the key already names the
-/// type. It keeps its decoder alive, so that the decoder's identity in ``DecodedValueKey`` cannot
-/// be taken by a new decoder with other settings while the value lives.
+/// type. When the key names the decoder instance, the value keeps that decoder alive, so that
+/// its identity cannot be taken by a new decoder with other settings while the value lives. A
+/// value keyed by settings holds no decoder: a fresh decoder per call is released with its call.
 ///
 /// `@unchecked Sendable`: every stored property is an immutable `let` of a Sendable type; the class
 /// is not final only so that ``DecodedValue`` can carry the value.
 class AnyDecodedValue: @unchecked Sendable {
     /// The bytes the value was decoded from.
     let data: Data
-    let decoder: any ResponseDecoding
+    let retainedDecoder: (any ResponseDecoding)?
 
-    init(data: Data, decoder: any ResponseDecoding) {
+    init(data: Data, retaining decoder: (any ResponseDecoding)?) {
         self.data = data
-        self.decoder = decoder
+        retainedDecoder = decoder
     }
 
     /// What a decoded value is charged against the byte budget beyond its body: the box, the
@@ -39,9 +41,9 @@ final class DecodedValue<Value: Sendable>: AnyDecodedValue, @unchecked Sendable 
     // Sendable type.
     let value: Value
 
-    init(_ value: Value, data: Data, decoder: any ResponseDecoding) {
+    init(_ value: Value, data: Data, retaining decoder: (any ResponseDecoding)?) {
         self.value = value
-        super.init(data: data, decoder: decoder)
+        super.init(data: data, retaining: decoder)
     }
 }
 
@@ -60,6 +62,97 @@ enum DecodedSlot {
     var cost: Int {
         if case .decoded(_, let cost) = self { return cost }
         return 0
+    }
+}
+
+/// The decoded values of one stored entry and the decodes under way for it, most recently used
+/// first.
+///
+/// A short array rather than a dictionary: an entry keeps at most
+/// ``CachedTransport/Configuration/maximumDecodedValuesPerEntry`` values (a handful), so comparing
+/// a few keys costs less than hashing one, and the order of the array is the recency order.
+/// Guarded by the store's lock, like the entry's other mutable state.
+struct DecodedValues {
+    private struct Item {
+        let key: DecodedValueKey
+        var slot: DecodedSlot
+    }
+
+    private var items: [Item] = []
+
+    private func position(of key: DecodedValueKey) -> Int? {
+        items.firstIndex { $0.key == key }
+    }
+
+    /// The slot for `key`, read without changing its recency. Setting a new slot puts it first;
+    /// setting nil removes it.
+    subscript(key: DecodedValueKey) -> DecodedSlot? {
+        get { position(of: key).map { items[$0].slot } }
+        set {
+            switch (position(of: key), newValue) {
+            case let (position?, slot?): items[position].slot = slot
+            case let (position?, nil): items.remove(at: position)
+            case let (nil, slot?): items.insert(Item(key: key, slot: slot), at: 0)
+            case (nil, nil): break
+            }
+        }
+    }
+
+    /// The value kept for `key`, marked as the most recently used.
+    /// - Complexity: O(n) in the handful of slots; no allocation.
+    mutating func use(_ key: DecodedValueKey) -> AnyDecodedValue? {
+        guard let position = position(of: key), case .decoded(let value, _) = items[position].slot else { return nil }
+        if position > 0 { items.insert(items.remove(at: position), at: 0) }
+        return value
+    }
+
+    /// Keeps `value` for `key` as the most recently used, then drops the least recently used
+    /// kept values beyond `limit` (decodes under way are not counted and never dropped).
+    /// - Returns: how many values were dropped and the bytes they were charged.
+    mutating func keep(_ value: AnyDecodedValue, cost: Int, for key: DecodedValueKey, limit: Int) -> (dropped: Int, cost: Int) {
+        self[key] = nil
+        items.insert(Item(key: key, slot: .decoded(value, cost: cost)), at: 0)
+        var kept = 0
+        var dropped = (dropped: 0, cost: 0)
+        items.removeAll { item in
+            guard item.slot.isDecoded else { return false }
+            kept += 1
+            guard kept > limit else { return false }
+            dropped.dropped += 1
+            dropped.cost += item.slot.cost
+            return true
+        }
+        return dropped
+    }
+
+    /// Only the kept values, in the same order: decodes under way belong to the entry that
+    /// started them.
+    var keptValues: DecodedValues {
+        var kept = self
+        kept.items.removeAll { !$0.slot.isDecoded }
+        return kept
+    }
+
+    /// The bytes the kept values are charged.
+    var cost: Int { items.reduce(0) { $0 + $1.slot.cost } }
+
+    /// How many values are kept.
+    var count: Int { items.reduce(0) { $0 + ($1.slot.isDecoded ? 1 : 0) } }
+
+    /// Drops every kept value; decodes under way go on and their callers get their values.
+    /// - Returns: how many values were dropped and the bytes they were charged.
+    mutating func removeKeptValues() -> (dropped: Int, cost: Int) {
+        let dropped = (dropped: count, cost: cost)
+        if dropped.dropped > 0 { items.removeAll { $0.slot.isDecoded } }
+        return dropped
+    }
+
+    /// Callers waiting for a decode under way.
+    var waitingCallers: Int {
+        items.reduce(0) { total, item in
+            if case .decoding(let waiters) = item.slot { return total + waiters.count }
+            return total
+        }
     }
 }
 
@@ -105,7 +198,7 @@ extension MemoryURLCache {
             guard let found else { return .missing }
             state.statistics.memoryHits += 1
             if revalidate { state.statistics.staleWindowAnswers += 1 }
-            if case .decoded(let value, _)? = found.decoded[valueKey] {
+            if let value = found.decoded.use(valueKey) {
                 state.statistics.decodedHits += 1
                 return .decoded(value, revalidate: revalidate)
             }
@@ -115,7 +208,7 @@ extension MemoryURLCache {
 
     enum DecodeClaim {
         case decoded(AnyDecodedValue)
-        /// The caller decodes, then calls ``finishDecode(_:on:for:with:)``.
+        /// The caller decodes, then calls ``finishDecode(_:on:for:with:limit:)``.
         case claimed
         /// Another caller is decoding.
         case busy
@@ -124,16 +217,13 @@ extension MemoryURLCache {
     /// Claims the decode of `valueKey` for `entry`, unless it is done or under way.
     func claimDecode(_ valueKey: DecodedValueKey, on entry: StoredResponse) -> DecodeClaim {
         state.withLock { state in
-            switch entry.decoded[valueKey] {
-            case .decoded(let value, _)?:
+            if let value = entry.decoded.use(valueKey) {
                 state.statistics.decodedHits += 1
                 return .decoded(value)
-            case .decoding?:
-                return .busy
-            case nil:
-                entry.decoded[valueKey] = .decoding(waiters: [])
-                return .claimed
             }
+            if entry.decoded[valueKey] != nil { return .busy }
+            entry.decoded[valueKey] = .decoding(waiters: [])
+            return .claimed
         }
     }
 
@@ -163,25 +253,30 @@ extension MemoryURLCache {
 
     /// Ends the decode of `valueKey` for `entry` that ``claimDecode(_:on:)`` granted.
     ///
-    /// A decoded value is kept, and charged its body's byte count plus
-    /// ``AnyDecodedValue/overhead`` against the budget (evicting least recently used entries if
-    /// needed), when `entry` is still the one stored for `key` and the charge fits within the
-    /// capacity. A failure is not kept.
+    /// A decoded value is kept as the entry's most recently used, and charged its body's byte
+    /// count plus ``AnyDecodedValue/overhead`` against the budget (evicting least recently used
+    /// entries if needed), when `entry` is still the one stored for `key` and the charge fits
+    /// within the capacity. Beyond `limit` values for the entry, its least recently used ones are
+    /// dropped and their charge returned. A failure is not kept.
     /// - Returns: the callers that waited for this decode, to be resumed outside the lock.
     func finishDecode(
         _ valueKey: DecodedValueKey,
         on entry: StoredResponse,
         for key: CacheKey,
-        with result: Result<AnyDecodedValue, any Error>
+        with result: Result<AnyDecodedValue, any Error>,
+        limit: Int
     ) -> [CheckedContinuation<DecodeOutcome, Never>] {
         state.withLock { state in
             guard case .decoding(let waiters)? = entry.decoded[valueKey] else { return [] }
             entry.decoded[valueKey] = nil
-            if case .success(let value) = result, state.holds(entry, for: key) {
+            if limit > 0, case .success(let value) = result, state.holds(entry, for: key) {
                 let cost = entry.data.count + AnyDecodedValue.overhead
-                if let evicted = state.entries.addCost(cost, forKey: key) {
-                    entry.decoded[valueKey] = .decoded(value, cost: cost)
+                var values = entry.decoded
+                let dropped = values.keep(value, cost: cost, for: valueKey, limit: limit)
+                if let evicted = state.entries.addCost(cost - dropped.cost, forKey: key) {
+                    entry.decoded = values
                     state.statistics.evictions += evicted
+                    state.statistics.decodedEvictions += dropped.dropped
                     state.syncGauges()
                 }
             }
