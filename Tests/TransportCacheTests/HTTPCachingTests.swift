@@ -265,3 +265,51 @@ struct HTTPCachingTests {
         #expect(loader.callCount == 1)
     }
 }
+
+@Suite("HTTP dates")
+struct HTTPDateTests {
+    @Test("the three forms HTTP allows are read, names in any case", arguments: [
+        "Thu, 18 Aug 2050 02:01:18 GMT", "Thursday, 18-Aug-50 02:01:18 GMT", "Thu Aug 18 02:01:18 2050",
+        "THU, 18 AUG 2050 02:01:18 gmt",
+    ])
+    func validForms(value: String) throws {
+        let date = try #require(HTTPDate.parse(value))
+        #expect(date.timeIntervalSince1970 == 2_544_400_878)
+    }
+
+    @Test("anything else is no date", arguments: [
+        "Thu, 18 Aug 2050 02:01:18 UTC", "Thu, 18 Aug 2050 02:01:18 AEST", "Thu, 18 Aug 50 02:01:18 GMT",
+        "Thu 18 Aug 2050 02:01:18 GMT", "Thu, 18  Aug  2050 02:01:18 GMT", "Thu, 18-Aug-2050 02:01:18 GMT",
+        "Thu, 18 Aug 2050 02.01.18 GMT", "Thu, 18 Aug 2050 2:01:18 GMT", "0", "",
+        "Thu, 18 Aug 2050 2:01:18 GMT, Thu, 18 Aug 2050 2:01:19 GMT",
+    ])
+    func invalidForms(value: String) {
+        #expect(HTTPDate.parse(value) == nil)
+    }
+
+    @Test("a two-digit year more than 50 years ahead is in the past century")
+    func twoDigitYear() throws {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "GMT")!
+        let year = calendar.component(.year, from: Date())
+        let ahead = (year + 60) % 100
+        let date = try #require(HTTPDate.parse(String(format: "Sunday, 06-Nov-%02d 08:49:37 GMT", ahead)))
+        #expect(calendar.component(.year, from: date) == year + 60 - 100)
+    }
+}
+
+@Suite("HTTP caching: connection fields")
+struct ConnectionFieldTests {
+    @Test("fields the response's Connection names are neither stored nor passed on")
+    func connectionListedFields() async throws {
+        let loader = TestLoader(respond: TestLoader.ok(headers: ["Connection": "a, close", "A": "1", "Cache-Control": "max-age=60"]))
+        let transport = makeTransport(loader: loader) { $0.conformsToHTTPCaching = true }
+        let (_, first) = try await transport.data(for: request("https://api.example.com/c"))
+        let (_, second) = try await transport.data(for: request("https://api.example.com/c"))
+        #expect(loader.callCount == 1)
+        for response in [first, second] {
+            #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "A") == nil)
+            #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Control") == "max-age=60")
+        }
+    }
+}

@@ -3,9 +3,10 @@ import Foundation
 import FoundationNetworking
 #endif
 import HTTPTypes
-import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
+import NIOPosix
 import TransportCache
 
 // A reverse proxy with one CachedTransport in front of an upstream origin: every request that
@@ -52,40 +53,56 @@ configuration.conformsToHTTPCaching = options.httpCaching
 configuration.changeBufferLimit = 1
 let transport = CachedTransport(configuration: configuration)
 
+/// The fields `Connection` names in `fields`: they describe that connection only.
+func connectionListed(_ fields: [String: String]) -> Set<String> {
+    guard let value = fields.first(where: { $0.key.lowercased() == "connection" })?.value else { return [] }
+    return Set(value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() })
+}
+
+/// The answer to one request that reached the proxy.
+func answer(_ request: Request) async throws -> (HTTPResponse, ByteBuffer) {
+    var request = request
+    var outgoing = URLRequest(url: URL(string: options.upstream.absoluteString + request.uri.description)!)
+    outgoing.httpMethod = request.method.rawValue
+    for field in request.headers where !connectionFields.contains(field.name.canonicalName) {
+        outgoing.addValue(field.value, forHTTPHeaderField: field.name.rawName)
+    }
+    let body = try await request.collectBody(upTo: 16 * 1024 * 1024)
+    if body.readableBytes > 0 { outgoing.httpBody = Data(body.readableBytesView) }
+    let data: Data
+    let response: URLResponse
+    do {
+        (data, response) = try await transport.data(for: outgoing)
+    } catch {
+        return (HTTPResponse(status: .badGateway), ByteBuffer(string: "\(error)"))
+    }
+    guard let http = response as? HTTPURLResponse else { return (HTTPResponse(status: .badGateway), ByteBuffer()) }
+    let fields = http.allHeaderFields.reduce(into: [String: String]()) { fields, field in
+        fields[String(describing: field.key)] = String(describing: field.value)
+    }
+    let dropped = connectionFields.union(connectionListed(fields))
+    var headers = HTTPFields()
+    for (name, value) in fields {
+        guard !dropped.contains(name.lowercased()), let fieldName = HTTPField.Name(name) else { continue }
+        headers.append(HTTPField(name: fieldName, value: value))
+    }
+    let noBody = request.method == .head || http.statusCode == 204 || http.statusCode == 304 || http.statusCode < 200
+    if !noBody { headers[.contentLength] = String(data.count) }
+    return (HTTPResponse(status: .init(code: http.statusCode), headerFields: headers), noBody ? ByteBuffer() : ByteBuffer(bytes: data))
+}
+
 var logger = Logger(label: "transport-proxy")
 logger.logLevel = .error
-let application = Application(
-    responder: CallbackResponder<BasicRequestContext> { incoming, _ in
-        var request = incoming
-        var outgoing = URLRequest(url: URL(string: options.upstream.absoluteString + request.uri.description)!)
-        outgoing.httpMethod = request.method.rawValue
-        for field in request.headers where !connectionFields.contains(field.name.canonicalName) {
-            outgoing.addValue(field.value, forHTTPHeaderField: field.name.rawName)
-        }
-        let body = try await request.collectBody(upTo: 16 * 1024 * 1024)
-        if body.readableBytes > 0 { outgoing.httpBody = Data(buffer: body) }
-        let data: Data
-        let answer: URLResponse
-        do {
-            (data, answer) = try await transport.data(for: outgoing)
-        } catch {
-            return Response(status: .badGateway, body: .init(byteBuffer: ByteBuffer(string: "\(error)")))
-        }
-        guard let http = answer as? HTTPURLResponse else { return Response(status: .badGateway) }
-        var headers = HTTPFields()
-        for (name, value) in http.allHeaderFields {
-            let name = String(describing: name)
-            guard !connectionFields.contains(name.lowercased()), let fieldName = HTTPField.Name(name) else { continue }
-            headers.append(HTTPField(name: fieldName, value: String(describing: value)))
-        }
-        return Response(
-            status: .init(code: http.statusCode),
-            headers: headers,
-            body: .init(byteBuffer: ByteBuffer(bytes: data))
-        )
+// HummingbirdCore's server rather than an Application: an Application sets its own `Date` on
+// every response, and a cache must pass on the origin's.
+let server = Server(
+    childChannelSetup: HTTP1Channel { request, responseWriter, _ in
+        let (head, body) = try await answer(request)
+        try await responseWriter.write(response: head, body: .init(byteBuffer: body))
     },
     configuration: .init(address: .hostname("127.0.0.1", port: options.port)),
+    eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
     logger: logger
 )
 print("transport-proxy on 127.0.0.1:\(options.port) -> \(options.upstream.absoluteString)\(options.httpCaching ? " (HTTP caching)" : "")")
-try await application.runService()
+try await server.run()

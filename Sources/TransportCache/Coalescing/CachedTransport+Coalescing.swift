@@ -266,10 +266,20 @@ extension CachedTransport {
     /// transport's own fetches already come through ``CacheOverrideURLProtocol``; applying the
     /// same rule here (a no-op on an already rewritten response) keeps the store's decision
     /// independent of the loader.
+    ///
+    /// When the transport follows HTTP caching there is no override, and the fields the
+    /// response's `Connection` names are dropped: they describe that connection only, and a
+    /// cache must not store or pass them on (RFC 9110 section 7.6.1, RFC 9111 section 3.1).
     private nonisolated func overridden(_ response: URLResponse) -> URLResponse {
-        guard let override = configuration.effectiveCacheOverride, let http = response as? HTTPURLResponse,
-              let url = http.url, override.applies(to: url)
-        else { return response }
+        guard let http = response as? HTTPURLResponse else { return response }
+        if conformsToHTTPCaching {
+            guard let connection = http.value(forHTTPHeaderField: "Connection") else { return response }
+            let listed = Set(connection.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() })
+            guard let url = http.url else { return response }
+            let fields = StoredResponse.headerFields(of: http).filter { !listed.contains($0.key.lowercased()) && $0.key.lowercased() != "connection" }
+            return HTTPURLResponse(url: url, statusCode: http.statusCode, httpVersion: "HTTP/1.1", headerFields: fields) ?? response
+        }
+        guard let override = configuration.effectiveCacheOverride, let url = http.url, override.applies(to: url) else { return response }
         return override.rewritten(http)
     }
 
