@@ -168,11 +168,14 @@ struct HTTPCachingTests {
         let loader = TestLoader(respond: origin.responder)
         let transport = makeTransport(loader: loader) { $0.conformsToHTTPCaching = true }
         let (stored, _) = try await transport.data(for: request(url))
+        origin.setHeader("X-Generation", "2")
         let (again, response) = try await transport.data(for: request(url))
         #expect(again == stored)
         #expect(loader.callCount == 2)
         #expect(origin.notModifiedAnswers == 1)
         #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Control") == "no-cache, max-age=600")
+        // The 304's headers updated the stored response.
+        #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "X-Generation") == "2")
     }
 
     @Test("must-revalidate: never answered stale, not in a window and not when the network fails")
