@@ -8,11 +8,16 @@ let package = Package(
     products: [
         .library(name: "LoopbackOrigin", targets: ["LoopbackOrigin"]),
         .executable(name: "transport-demo", targets: ["transport-demo"]),
+        .library(name: "TransportCacheOpenAPI", targets: ["TransportCacheOpenAPI"]),
     ],
     dependencies: [
         .package(name: "TransportCache", path: ".."),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-openapi-generator", from: "1.14.3"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
+        .package(url: "https://github.com/apple/swift-openapi-urlsession", from: "1.4.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         .target(
@@ -29,6 +34,32 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["LoopbackOrigin", .product(name: "TransportCache", package: "TransportCache")]
+        ),
+        // A `ClientTransport` over `CachedTransport`, for clients made by swift-openapi-generator.
+        .target(
+            name: "TransportCacheOpenAPI",
+            dependencies: [
+                .product(name: "TransportCache", package: "TransportCache"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
+        // A client generated at build time from the loopback origin's OpenAPI document.
+        .target(
+            name: "OpenAPIExample",
+            dependencies: [.product(name: "OpenAPIRuntime", package: "swift-openapi-runtime")],
+            plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
+        ),
+        .testTarget(
+            name: "OpenAPITests",
+            dependencies: [
+                "LoopbackOrigin",
+                "OpenAPIExample",
+                "TransportCacheOpenAPI",
+                .product(name: "TransportCache", package: "TransportCache"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]
