@@ -5,7 +5,7 @@ import OpenAPIRuntime
 
 extension String {
     /// The text of a plain-text body the loopback origin sent, collected up to `limit` bytes.
-    public init(plainText body: HTTPBody, upTo limit: Int = 1024 * 1024) async throws {
+    init(plainText body: HTTPBody, upTo limit: Int = 1024 * 1024) async throws {
         try await self.init(collecting: body, upTo: limit)
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import LoopbackOrigin
-import OpenAPIExample
+@testable import OpenAPIExample
 import OpenAPIRuntime
 import Testing
 import TransportCache

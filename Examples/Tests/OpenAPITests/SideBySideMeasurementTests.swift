@@ -1,6 +1,6 @@
 import Foundation
 import LoopbackOrigin
-import OpenAPIExample
+@testable import OpenAPIExample
 import OpenAPIRuntime
 import Testing
 

@@ -1,5 +1,5 @@
 import Foundation
-import OpenAPIExample
+@testable import OpenAPIExample
 import OpenAPIRuntime
 import OpenAPIURLSession
 import Testing
