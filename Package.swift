@@ -1,4 +1,5 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.2
+// 6.2 is the floor: the sources use `nonisolated(nonsending)`, which older compilers cannot parse.
 import PackageDescription
 
 let package = Package(

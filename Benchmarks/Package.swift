@@ -1,4 +1,5 @@
-// swift-tools-version:6.1
+// swift-tools-version:6.2
+// 6.2: the library uses `nonisolated(nonsending)` (package traits alone would need 6.1).
 import PackageDescription
 
 let package = Package(

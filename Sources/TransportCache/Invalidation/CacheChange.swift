@@ -15,6 +15,8 @@ public enum CacheChange: Sendable, Equatable {
     /// Every entry was dropped.
     case cleared
 
+    /// Whether both are the same kind of change naming the same URLs. An invalidation's endpoint
+    /// is not compared: an ``Endpoint`` can hold a predicate, and closures cannot be compared.
     public static func == (lhs: CacheChange, rhs: CacheChange) -> Bool {
         switch (lhs, rhs) {
         case let (.updated(a), .updated(b)): a == b

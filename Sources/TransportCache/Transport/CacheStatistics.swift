@@ -66,5 +66,6 @@ public struct CacheStatistics: Sendable, Hashable {
     /// registered.
     public var subscribers = 0
 
+    /// Counters that are all zero.
     public init() {}
 }

@@ -82,14 +82,19 @@ open class CacheOverrideURLProtocol: URLProtocol {
         request
     }
 
+    /// Whether the protocol takes `request`: when ``cacheOverride`` applies to its URL (by
+    /// default, every http(s) URL).
     open override class func canInit(with request: URLRequest) -> Bool {
         route(for: request) != nil
     }
 
+    /// `request` unchanged: the protocol rewrites responses, never requests.
     open override class func canonicalRequest(for request: URLRequest) -> URLRequest {
         request
     }
 
+    /// Fetches the request with the inner session, rewrites the caching headers of the answer as
+    /// the override says and hands it to the client; called by the loading system.
     open override func startLoading() {
         enum Step { case fetch(generation: Int), deliver, ignore }
         let step = loading.withLock { loading -> Step in
@@ -185,6 +190,8 @@ open class CacheOverrideURLProtocol: URLProtocol {
         return data
     }
 
+    /// Cancels the inner fetch; the client hears nothing more from this instance. Called by the
+    /// loading system.
     open override func stopLoading() {
         let fetching = loading.withLock { loading -> (URLSessionDataTask, URLSession)? in
             defer { loading.phase = .stopped }
