@@ -15,13 +15,16 @@ public final class Shared<Value>: @unchecked Sendable {
     private let lock = NSLock()
     private var stored: Value?
 
+    /// An empty slot; set ``value`` before reading it.
     public init() {}
 
+    /// The value; reading it before it is set stops the benchmark.
     public var value: Value {
         get { lock.withLock { stored! } }
         set { lock.withLock { stored = newValue } }
     }
 
+    /// Empties the slot, releasing the value.
     public func clear() {
         lock.withLock { stored = nil }
     }
@@ -81,6 +84,7 @@ public final class ContinuationGate: @unchecked Sendable {
     private var parked: [CheckedContinuation<Void, Never>] = []
     private var isOpen = false
 
+    /// A closed gate.
     public init() {}
 
     /// Returns when the gate is open.

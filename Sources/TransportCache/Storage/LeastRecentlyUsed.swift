@@ -100,7 +100,7 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
 
     /// Calls `body` with each key and value, from the most to the least recently used.
     /// - Complexity: O(n).
-    func forEach(_ body: (Key, Value) throws -> Void) rethrows {
+    func forEachEntry(_ body: (Key, Value) throws -> Void) rethrows {
         var position = newest
         while position >= 0 {
             if let key = slots[position].key, let value = slots[position].value { try body(key, value) }

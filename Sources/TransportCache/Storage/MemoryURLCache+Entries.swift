@@ -5,7 +5,7 @@ extension MemoryURLCache.State {
     /// Walks over the whole store go through here, so that they do not depend on what the store
     /// keeps per key.
     func forEachStoredResponse(_ body: (CacheKey, StoredResponse) -> Void) {
-        entries.forEach { key, variants in
+        entries.forEachEntry { key, variants in
             for stored in variants.all { body(key, stored) }
         }
     }
