@@ -25,6 +25,7 @@ import ServiceLifecycle
 /// - `redirect=<path>`: `302` to that path;
 /// - `loop=1`: `302` to the request's own path and query, for ever;
 /// - `stable=1`: leave `hit=<n>` out of the body, so it changes only with the path's version;
+/// - `kbps=<n>`: send the body of a `200` as a link of that many kilobits per second would;
 /// - `validators=etag|last-modified|none`: send only that validator (both by default).
 ///
 /// Every `200` to a GET or HEAD carries validators: `ETag` (a hash of the body) and
@@ -322,6 +323,19 @@ enum OriginResponder {
             return Response(status: .partialContent, headers: headers, body: .init(byteBuffer: part))
         }
         if request.method != .head { await state.recordBodyBytes(body.readableBytes) }
+        if let rate = parameter("kbps").flatMap(Int.init), rate > 0, request.method != .head {
+            // A slow link: the body in 16 KB chunks, each after the time it takes at that rate.
+            let chunk = 16 * 1024
+            let pause = Duration.microseconds(Int64(chunk) * 8 * 1_000 / Int64(rate))
+            return Response(status: status, headers: headers, body: ResponseBody(contentLength: body.readableBytes) { writer in
+                var remaining = body
+                while let part = remaining.readSlice(length: min(chunk, remaining.readableBytes)), part.readableBytes > 0 {
+                    try await Task.sleep(for: pause)
+                    try await writer.write(part)
+                }
+                try await writer.finish(nil)
+            })
+        }
         return Response(status: status, headers: headers, body: .init(byteBuffer: body))
     }
 }
