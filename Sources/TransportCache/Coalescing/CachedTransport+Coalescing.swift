@@ -142,25 +142,19 @@ extension CachedTransport {
         return ConditionalRequest.revalidating(fetch.request, against: entry)
     }
 
-    /// Sends fetch `fetchID`'s request and completes the fetch with the answer.
+    /// Sends fetch `fetchID`'s request and completes the fetch with the answer, on whatever thread
+    /// the loader has it: no task is woken in between.
     private nonisolated func launch(_ fetchID: Int, _ request: URLRequest) {
-        let loader = self.loader
-        let task = Task {
-            let result: Result<(Data, URLResponse), any Error>
-            do {
-                result = .success(try await loader.load(request))
-            } catch {
-                result = .failure(error)
-            }
+        let load = loader.start(request) { result in
             self.complete(fetchID, with: result)
         }
         let abandoned = inFlight.withLock { state in
             guard let fetch = state.fetches[fetchID] else { return true }
-            fetch.task = task
+            fetch.load = load
             return false
         }
-        // Every caller left before the task was recorded.
-        if abandoned { task.cancel() }
+        // Every caller left before the load was recorded (or it has completed: then this does nothing).
+        if abandoned { load.cancel() }
     }
 
     /// Delivers a fetch's result to its waiters and stores it when allowed.
@@ -325,7 +319,7 @@ extension CachedTransport {
 
     /// Releases a cancelled caller at once; cancels the fetch when it was the last one waiting.
     private nonisolated func cancelWaiter(_ waiterID: Int) {
-        let (waiter, task) = inFlight.withLock { state -> (Waiter?, Task<Void, Never>?) in
+        let (waiter, load) = inFlight.withLock { state -> (Waiter?, (any NetworkLoad)?) in
             guard let fetchID = state.waiterLocations.removeValue(forKey: waiterID),
                   let fetch = state.fetches[fetchID], let waiter = fetch.remove(waiterID)
             else { return (nil, nil) }
@@ -333,10 +327,10 @@ extension CachedTransport {
             guard !fetch.hasWaiters, !fetch.isBackground else { return (waiter, nil) }
             state.fetches[fetchID] = nil
             if state.joinable[fetch.key] == fetchID { state.joinable[fetch.key] = nil }
-            return (waiter, fetch.task)
+            return (waiter, fetch.load)
         }
         waiter?.continuation.resume(throwing: CancellationError())
-        task?.cancel()
+        load?.cancel()
     }
 }
 

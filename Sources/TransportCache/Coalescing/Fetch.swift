@@ -27,7 +27,8 @@ final class Fetch: @unchecked Sendable {
     /// Cleared when the key is invalidated or a newer reload starts while this fetch is in flight:
     /// its answer still reaches its callers but is not written into the store.
     var storesResult = true
-    var task: Task<Void, Never>?
+    /// The origin fetch, once started; cancelled when the last caller leaves.
+    var load: (any NetworkLoad)?
 
     /// Waiters in the order they joined, with a hole where one left. Callers are resumed in that
     /// order: the Swift runtime removes a finished child from its task group by walking a list,
