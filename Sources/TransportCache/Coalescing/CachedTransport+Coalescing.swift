@@ -207,7 +207,7 @@ extension CachedTransport {
                     let kept = fetch.storesResult && storeIfAllowed(data, response: response, for: fetch)
                     if fetch.isBackground, fetch.storesResult, !kept { store.record { $0.failedBackgroundRevalidations += 1 } }
                 }
-                let vary = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Vary")
+                let vary = (response as? HTTPURLResponse)?.headerValue("vary")
                     .map(MemoryURLCache.varyNames) ?? []
                 let leaderHeaders = fetch.request.allHTTPHeaderFields
                 for waiter in waiters {
@@ -275,16 +275,15 @@ extension CachedTransport {
               let url = fetch.request.url
         else { return false }
         // What the header override did not rewrite is taken at its word.
-        if let vary = http.value(forHTTPHeaderField: "Vary"), MemoryURLCache.varyNames(vary).contains("*") {
+        if let vary = http.headerValue("vary"), MemoryURLCache.varyNames(vary).contains("*") {
             return false
         }
         // A response that sets a cookie starts or changes a session: it belongs to the exchange
         // that received it, and a later request (perhaps after a sign-out, with the same key
         // headers) must not be handed that session. It is never stored, whatever the header
         // override says.
-        if http.value(forHTTPHeaderField: "Set-Cookie") != nil { return false }
-        if let cacheControl = http.value(forHTTPHeaderField: "Cache-Control"),
-           cacheControl.lowercased().split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "no-store" }) {
+        if http.headerValue("set-cookie") != nil { return false }
+        if let cacheControl = http.headerValue("cache-control"), ASCII.lowercasedElements(cacheControl).contains("no-store") {
             return false
         }
         let outcome = store.store(
