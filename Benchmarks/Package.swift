@@ -19,7 +19,19 @@ let package = Package(
             ],
             path: "Sources/BenchmarkSupport"
         ),
-    ] + ["HitPath", "Coalescing", "Storage", "ChangeFanOut", "Values", "Revalidation"].map { suite in
+        .target(name: "CallgrindControl", path: "Sources/CallgrindControl"),
+        // Runs one path many times without the harness, for profilers; see its main.swift.
+        .executableTarget(
+            name: "PathWorkload",
+            dependencies: [
+                "BenchmarkSupport",
+                "CallgrindControl",
+                .product(name: "TransportCache", package: "TransportCache"),
+                .product(name: "LoopbackOrigin", package: "TransportCacheExamples"),
+            ],
+            path: "Sources/PathWorkload"
+        ),
+    ] + ["HitPath", "MissPath", "Coalescing", "Storage", "ChangeFanOut", "Values", "Revalidation"].map { suite in
         .executableTarget(
             name: suite,
             dependencies: [

@@ -106,6 +106,21 @@ def rows(results):
                     f"{plain_hits / hits:.0f}× fewer hits, {plain_wall / wall:.1f}× faster" if plain_hits and plain_wall and wall else "—",
                     "1 origin hit, ≤ 70 ms", hits == 1 and within,
                     wall / (origin_latency + 0.020) if hits == 1 else hits))
+    for size, goal in (("1000", 1.1), ("10000", 1.3)):
+        wall = seconds(results, f"Coalescing: {size} identical GETs, CachedTransport")
+        floor = seconds(results, f"Coalescing: {size} tasks on bare continuations resumed after 50 ms (runtime floor)")
+        if wall and floor:
+            ratio = wall / floor
+            out.append((f"{int(size):,} coalesced callers vs the runtime floor", fmt_time(wall),
+                        f"{size} tasks on bare continuations {fmt_time(floor)}", f"{ratio:.2f}×",
+                        f"within {goal}×", ratio <= goal, ratio / goal))
+    miss = seconds(results, "Miss: CachedTransport.data(for:), a new URL each time")
+    plain_miss = seconds(results, "Miss: URLSession.data(for:), a new URL each time (baseline)")
+    if miss and plain_miss:
+        ratio = miss / plain_miss
+        out.append(("A miss (loopback origin, a new URL each time)", fmt_time(miss),
+                    f"plain URLSession fetch {fmt_time(plain_miss)}", f"{ratio:.2f}×", "within 1.15×",
+                    ratio <= 1.15, ratio / 1.15))
     throughput_wall = seconds(results, "Hit throughput: 64 tasks x 1,000 keys")
     if throughput_wall:
         rate = 64_000 / throughput_wall

@@ -142,25 +142,19 @@ extension CachedTransport {
         return ConditionalRequest.revalidating(fetch.request, against: entry)
     }
 
-    /// Sends fetch `fetchID`'s request and completes the fetch with the answer.
+    /// Sends fetch `fetchID`'s request and completes the fetch with the answer, on whatever thread
+    /// the loader has it: no task is woken in between.
     private nonisolated func launch(_ fetchID: Int, _ request: URLRequest) {
-        let loader = self.loader
-        let task = Task {
-            let result: Result<(Data, URLResponse), any Error>
-            do {
-                result = .success(try await loader.load(request))
-            } catch {
-                result = .failure(error)
-            }
+        let load = loader.start(request) { result in
             self.complete(fetchID, with: result)
         }
         let abandoned = inFlight.withLock { state in
             guard let fetch = state.fetches[fetchID] else { return true }
-            fetch.task = task
+            fetch.load = load
             return false
         }
-        // Every caller left before the task was recorded.
-        if abandoned { task.cancel() }
+        // Every caller left before the load was recorded (or it has completed: then this does nothing).
+        if abandoned { load.cancel() }
     }
 
     /// Delivers a fetch's result to its waiters and stores it when allowed.
@@ -213,7 +207,7 @@ extension CachedTransport {
                     let kept = fetch.storesResult && storeIfAllowed(data, response: response, for: fetch)
                     if fetch.isBackground, fetch.storesResult, !kept { store.record { $0.failedBackgroundRevalidations += 1 } }
                 }
-                let vary = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Vary")
+                let vary = (response as? HTTPURLResponse)?.headerValue("vary")
                     .map(MemoryURLCache.varyNames) ?? []
                 let leaderHeaders = fetch.request.allHTTPHeaderFields
                 for waiter in waiters {
@@ -301,16 +295,15 @@ extension CachedTransport {
               let url = fetch.request.url
         else { return false }
         // What the header override did not rewrite is taken at its word.
-        if let vary = http.value(forHTTPHeaderField: "Vary"), MemoryURLCache.varyNames(vary).contains("*") {
+        if let vary = http.headerValue("vary"), MemoryURLCache.varyNames(vary).contains("*") {
             return false
         }
         // A response that sets a cookie starts or changes a session: it belongs to the exchange
         // that received it, and a later request (perhaps after a sign-out, with the same key
         // headers) must not be handed that session. It is never stored, whatever the header
         // override says.
-        if http.value(forHTTPHeaderField: "Set-Cookie") != nil { return false }
-        if let cacheControl = http.value(forHTTPHeaderField: "Cache-Control"),
-           cacheControl.lowercased().split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "no-store" }) {
+        if http.headerValue("set-cookie") != nil { return false }
+        if let cacheControl = http.headerValue("cache-control"), ASCII.lowercasedElements(cacheControl).contains("no-store") {
             return false
         }
         let outcome = store.store(
@@ -345,7 +338,7 @@ extension CachedTransport {
 
     /// Releases a cancelled caller at once; cancels the fetch when it was the last one waiting.
     private nonisolated func cancelWaiter(_ waiterID: Int) {
-        let (waiter, task) = inFlight.withLock { state -> (Waiter?, Task<Void, Never>?) in
+        let (waiter, load) = inFlight.withLock { state -> (Waiter?, (any NetworkLoad)?) in
             guard let fetchID = state.waiterLocations.removeValue(forKey: waiterID),
                   let fetch = state.fetches[fetchID], let waiter = fetch.remove(waiterID)
             else { return (nil, nil) }
@@ -353,10 +346,10 @@ extension CachedTransport {
             guard !fetch.hasWaiters, !fetch.isBackground else { return (waiter, nil) }
             state.fetches[fetchID] = nil
             if state.joinable[fetch.key] == fetchID { state.joinable[fetch.key] = nil }
-            return (waiter, fetch.task)
+            return (waiter, fetch.load)
         }
         waiter?.continuation.resume(throwing: CancellationError())
-        task?.cancel()
+        load?.cancel()
     }
 }
 

@@ -27,7 +27,8 @@ final class Fetch: @unchecked Sendable {
     /// Cleared when the key is invalidated or a newer reload starts while this fetch is in flight:
     /// its answer still reaches its callers but is not written into the store.
     var storesResult = true
-    var task: Task<Void, Never>?
+    /// The origin fetch, once started; cancelled when the last caller leaves.
+    var load: (any NetworkLoad)?
     /// When the fetch started: the request time of HTTP's age calculation.
     let requestTime = Date()
 

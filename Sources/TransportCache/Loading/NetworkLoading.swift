@@ -5,8 +5,43 @@ import FoundationNetworking
 
 /// The seam between the transport and the network: one request in, one complete answer out.
 ///
-/// The transport calls it once per origin fetch and cancels the calling task when no caller is
-/// left, so an implementation must react to task cancellation by throwing.
+/// The transport starts one load per origin fetch with ``start(_:completion:)`` and cancels it
+/// when no caller is left; requests it does not cache go through ``load(_:)``.
 protocol NetworkLoading: Sendable {
+    /// Loads `request`, throwing when the calling task is cancelled.
     func load(_ request: URLRequest) async throws -> (Data, URLResponse)
+
+    /// Starts loading `request` and calls `completion` exactly once with the outcome, from any
+    /// thread but never synchronously inside this call.
+    ///
+    /// The default runs ``load(_:)`` in a task of its own. A loader that can hand its answer over
+    /// from where it arrives implements this directly: then the answer reaches the transport
+    /// without first waking a task.
+    /// - Returns: what cancels the load; a cancelled load completes with an error.
+    func start(_ request: URLRequest, completion: @escaping @Sendable (Result<(Data, URLResponse), any Error>) -> Void) -> any NetworkLoad
+}
+
+/// A load in progress.
+protocol NetworkLoad: Sendable {
+    /// Cancels the load if it has not completed. Safe to call from any thread, at any time.
+    func cancel()
+}
+
+extension NetworkLoading {
+    func start(_ request: URLRequest, completion: @escaping @Sendable (Result<(Data, URLResponse), any Error>) -> Void) -> any NetworkLoad {
+        TaskLoad(task: Task {
+            do {
+                completion(.success(try await load(request)))
+            } catch {
+                completion(.failure(error))
+            }
+        })
+    }
+}
+
+/// A load running in a task of its own, cancelled by cancelling the task.
+private struct TaskLoad: NetworkLoad {
+    let task: Task<Void, Never>
+
+    func cancel() { task.cancel() }
 }

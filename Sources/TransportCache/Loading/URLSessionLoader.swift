@@ -15,7 +15,7 @@ import FoundationNetworking
 final class URLSessionLoader: NetworkLoading {
     let session: URLSession
     /// Where the header override sends this loader's requests, when it is on.
-    private let overrideRoute: (id: Int, session: URLSession)?
+    private let overrideRoute: (id: Int, route: TransportOverrideURLProtocol.Route)?
 
     /// - Parameter cacheOverride: when set, requests go through ``TransportOverrideURLProtocol``,
     ///   which fetches them with an inner session made from `configuration` and rewrites their
@@ -23,54 +23,77 @@ final class URLSessionLoader: NetworkLoading {
     init(configuration: URLSessionConfiguration, cacheOverride: CacheOverride?) {
         let configuration = CacheOverrideURLProtocol.innerConfiguration(from: configuration)
         if let cacheOverride {
-            let inner = URLSession(configuration: configuration)
-            let id = TransportOverrideURLProtocol.register(.init(override: cacheOverride, session: inner))
-            overrideRoute = (id, inner)
+            let route = TransportOverrideURLProtocol.Route(override: cacheOverride, session: URLSession(configuration: configuration))
+            overrideRoute = (TransportOverrideURLProtocol.register(route), route)
             configuration.protocolClasses = [TransportOverrideURLProtocol.self] + (configuration.protocolClasses ?? [])
         } else {
             overrideRoute = nil
         }
+        routeValue = overrideRoute.map { String($0.id) }
         session = URLSession(configuration: configuration)
     }
 
     /// The value this loader's requests carry in ``TransportOverrideURLProtocol/routeHeader``.
-    var routeValue: String? { overrideRoute.map { String($0.id) } }
+    let routeValue: String?
 
     deinit {
         session.finishTasksAndInvalidate()
         if let overrideRoute {
             TransportOverrideURLProtocol.unregister(overrideRoute.id)
-            overrideRoute.session.finishTasksAndInvalidate()
+            overrideRoute.route.session.finishTasksAndInvalidate()
         }
     }
 
+    func start(_ request: URLRequest, completion: @escaping @Sendable (Result<(Data, URLResponse), any Error>) -> Void) -> any NetworkLoad {
+        let handle = TaskHandle(session: session)
+        begin(request, handle: handle, completion: completion)
+        return handle
+    }
+
     func load(_ request: URLRequest) async throws -> (Data, URLResponse) {
-        var request = request
-        request.cachePolicy = .reloadIgnoringLocalCacheData
-        if let routeValue {
-            request.setValue(routeValue, forHTTPHeaderField: TransportOverrideURLProtocol.routeHeader)
-        }
         let handle = TaskHandle(session: session)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let task = session.dataTask(with: request) { data, response, error in
-                    if let error {
-                        continuation.resume(throwing: Self.normalized(error))
-                    } else if let response {
-                        continuation.resume(returning: (data ?? Data(), response))
-                    } else {
-                        continuation.resume(throwing: URLError(.badServerResponse))
-                    }
-                }
-                if !handle.start(task) {
-                    // Cancelled before the task existed: it is never resumed, so its handler never
-                    // runs, and the continuation is resumed here instead.
-                    continuation.resume(throwing: URLError(.cancelled))
-                }
+                begin(request, handle: handle) { continuation.resume(with: $0) }
             }
         } onCancel: {
             handle.cancel()
         }
+    }
+
+    /// Sends `request` through the session and completes once with the answer.
+    ///
+    /// Through the header override, the answer is taken from the protocol as soon as its inner
+    /// fetch has it and has rewritten it (see ``TransportOverrideURLProtocol``); the session's own
+    /// completion, which corelibs reaches only after two more queue hops, then finds it answered.
+    /// Without the override, or when the protocol had nothing to hand over (an error before its
+    /// fetch, a cancellation), the session's completion answers.
+    private func begin(_ request: URLRequest, handle: TaskHandle, completion: @escaping @Sendable (Result<(Data, URLResponse), any Error>) -> Void) {
+        var tagged = request
+        tagged.cachePolicy = .reloadIgnoringLocalCacheData
+        if let routeValue {
+            // Set through the whole table: corelibs' `setValue(_:forHTTPHeaderField:)` capitalizes
+            // the name with ICU and lowercases every other name to find a previous value.
+            var fields = request.allHTTPHeaderFields ?? [:]
+            fields[TransportOverrideURLProtocol.routeHeader] = routeValue
+            tagged.allHTTPHeaderFields = fields
+        }
+        let answer = PendingAnswer(request: request, route: overrideRoute?.route, completion: completion)
+        let task = session.dataTask(with: tagged) { data, response, error in
+            answer.deliver(Self.result(data: data, response: response, error: error))
+        }
+        if overrideRoute != nil { answer.await(task) }
+        if !handle.start(task) {
+            // Cancelled before the task existed: it is never resumed, so its handler never runs.
+            answer.deliver(.failure(URLError(.cancelled)))
+        }
+    }
+
+    /// What a data task's completion handler received, as the transport takes it.
+    static func result(data: Data?, response: URLResponse?, error: (any Error)?) -> Result<(Data, URLResponse), any Error> {
+        if let error { return .failure(normalized(error)) }
+        guard let response else { return .failure(URLError(.badServerResponse)) }
+        return .success((data ?? Data(), response))
     }
 }
 
@@ -107,7 +130,7 @@ extension URLSessionLoader {
 }
 
 /// The cancel-versus-start race of one data task.
-private final class TaskHandle: Sendable {
+private final class TaskHandle: NetworkLoad {
     private enum State {
         case idle
         case running(URLSessionDataTask)

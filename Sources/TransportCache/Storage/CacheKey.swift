@@ -65,6 +65,36 @@ extension CacheKey {
 }
 
 enum ASCII {
+    /// `string` with its ASCII capitals lowercased, other characters left alone; `string` itself
+    /// when it has none, which is the common case for header names and costs one scan.
+    static func lowercased(_ string: String) -> String {
+        let utf8 = string.utf8
+        guard utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) else { return string }
+        return String(unsafeUninitializedCapacity: utf8.count) { buffer in
+            var count = 0
+            for byte in utf8 {
+                buffer[count] = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+                count += 1
+            }
+            return count
+        }
+    }
+
+    /// The comma-separated elements of a header field value (`Cache-Control`, `Vary`, `Pragma`),
+    /// each without surrounding spaces and tabs and with ASCII capitals lowercased; empty
+    /// elements are left out.
+    static func lowercasedElements(_ value: String) -> [String] {
+        var elements: [String] = []
+        for element in value.utf8.split(separator: UInt8(ascii: ",")) {
+            var trimmed = element[...]
+            while let first = trimmed.first, first == 0x20 || first == 0x09 { trimmed = trimmed.dropFirst() }
+            while let last = trimmed.last, last == 0x20 || last == 0x09 { trimmed = trimmed.dropLast() }
+            if trimmed.isEmpty { continue }
+            elements.append(lowercased(String(decoding: trimmed, as: UTF8.self)))
+        }
+        return elements
+    }
+
     /// Case-insensitive equality for header names without allocating lowercased copies.
     /// `lowercase` must already be lowercase ASCII.
     static func equalsIgnoringCase(_ lowercase: String, _ other: String) -> Bool {

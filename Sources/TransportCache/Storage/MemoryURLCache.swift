@@ -331,7 +331,7 @@ final class MemoryURLCache: URLCache, @unchecked Sendable {
     /// The `Vary` headers of `response` that are not already part of the key, with the values the
     /// fetching request carried. `Vary: *` is the caller's concern (it never reaches here).
     private func varyHeaders(of response: URLResponse, requestHeaders: [String: String]?) -> [StoredResponse.VaryHeader] {
-        guard let vary = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Vary") else { return [] }
+        guard let vary = (response as? HTTPURLResponse)?.headerValue("vary") else { return [] }
         return Self.varyNames(vary)
             .filter { !keyHeaders.names.contains($0) }
             .map { StoredResponse.VaryHeader(name: $0, value: StoredResponse.value(named: $0, in: requestHeaders)) }

@@ -61,8 +61,8 @@ final class StoredResponse: @unchecked Sendable {
         initialAge = lifetime.initialAge
         mustRevalidate = lifetime.mustRevalidate
         let http = response as? HTTPURLResponse
-        entityTag = http?.value(forHTTPHeaderField: "ETag")
-        lastModified = http?.value(forHTTPHeaderField: "Last-Modified")
+        entityTag = http?.headerValue("etag")
+        lastModified = http?.headerValue("last-modified")
     }
 
     struct VaryHeader: Sendable, Hashable {
@@ -109,9 +109,7 @@ final class StoredResponse: @unchecked Sendable {
     }
 
     static func headerFields(of response: HTTPURLResponse) -> [String: String] {
-        response.allHeaderFields.reduce(into: [String: String]()) { fields, field in
-            fields[String(describing: field.key)] = String(describing: field.value)
-        }
+        HeaderFields(of: response).fields
     }
 
     /// The bytes an entry is charged against the budget: the body, the URL and header text, and a
@@ -120,8 +118,8 @@ final class StoredResponse: @unchecked Sendable {
         var cost = data.count + key.url.utf8.count + fixedOverhead
         for value in key.identity { cost += value?.utf8.count ?? 0 }
         if let http = response as? HTTPURLResponse {
-            for (name, value) in http.allHeaderFields {
-                cost += String(describing: name).utf8.count + String(describing: value).utf8.count
+            for field in HeaderFields(of: http).byLowercasedName.values {
+                cost += field.name.utf8.count + field.value.utf8.count
             }
         }
         return cost

@@ -35,25 +35,27 @@ public struct CacheOverride: Sendable {
     /// `response` with its caching headers rewritten when they would stop it from being cached,
     /// or `response` itself when they would not.
     public func rewritten(_ response: HTTPURLResponse) -> HTTPURLResponse {
-        guard let url = response.url, Self.needsRewrite(response) else { return response }
-        var fields: [String: String] = [:]
-        var originals: [String: String] = [:]
-        for (name, value) in response.allHeaderFields {
-            let name = String(describing: name)
-            let value = String(describing: value)
-            switch name.lowercased() {
+        // A rewritten response says only `max-age=N` about caching: with N > 0 it needs nothing.
+        if let rewritten = response as? OverriddenHTTPURLResponse, rewritten.isFresh { return response }
+        guard let url = response.url else { return response }
+        let headers = HeaderFields(of: response)
+        guard Self.needsRewrite(headers) else { return response }
+        var fields = HeaderFields()
+        var originals: [(name: String, lowercasedName: String, value: String)] = []
+        for (lowercasedName, field) in headers.byLowercasedName {
+            switch lowercasedName {
             case "cache-control", "pragma", "expires":
-                originals["X-Original-" + Self.canonical(name)] = value
-            case "vary" where MemoryURLCache.varyNames(value).contains("*"):
-                originals["X-Original-Vary"] = value
+                originals.append(("X-Original-" + Self.canonical(field.name), "x-original-" + lowercasedName, field.value))
+            case "vary" where ASCII.lowercasedElements(field.value).contains("*"):
+                originals.append(("X-Original-Vary", "x-original-vary", field.value))
             default:
-                fields[name] = value
+                fields.set(field.value, name: field.name, lowercasedName: lowercasedName)
             }
         }
-        fields.merge(originals) { _, original in original }
+        for original in originals { fields.set(original.value, name: original.name, lowercasedName: original.lowercasedName) }
         let seconds = max(0, Int(maximumAge.components.seconds))
-        fields["Cache-Control"] = "max-age=\(seconds)"
-        return HTTPURLResponse(url: url, statusCode: response.statusCode, httpVersion: "HTTP/1.1", headerFields: fields)
+        fields.set("max-age=\(seconds)", name: "Cache-Control", lowercasedName: "cache-control")
+        return OverriddenHTTPURLResponse(url: url, statusCode: response.statusCode, headerFields: fields, isFresh: seconds > 0)
             ?? response
     }
 
@@ -68,22 +70,24 @@ public struct CacheOverride: Sendable {
 
     /// True when the response would not be reused as it is.
     static func needsRewrite(_ response: HTTPURLResponse) -> Bool {
-        let directives = (response.value(forHTTPHeaderField: "Cache-Control") ?? "")
-            .lowercased()
-            .split(separator: ",")
-            .map { $0.trimmingCharacters(in: .whitespaces) }
-        let blocking: Set<String> = ["no-cache", "no-store", "must-revalidate", "private", "max-age=0"]
-        if directives.contains(where: { blocking.contains($0) || $0.hasPrefix("no-cache=") || $0.hasPrefix("private=") }) {
+        needsRewrite(HeaderFields(of: response))
+    }
+
+    private static let blockingDirectives: Set<String> = ["no-cache", "no-store", "must-revalidate", "private", "max-age=0"]
+
+    static func needsRewrite(_ headers: HeaderFields) -> Bool {
+        let directives = headers["cache-control"].map(ASCII.lowercasedElements) ?? []
+        if directives.contains(where: { blockingDirectives.contains($0) || $0.hasPrefix("no-cache=") || $0.hasPrefix("private=") }) {
             return true
         }
-        if response.value(forHTTPHeaderField: "Pragma")?.lowercased().contains("no-cache") == true { return true }
-        if let vary = response.value(forHTTPHeaderField: "Vary"), MemoryURLCache.varyNames(vary).contains("*") {
+        if headers["pragma"]?.lowercased().contains("no-cache") == true { return true }
+        if let vary = headers["vary"], ASCII.lowercasedElements(vary).contains("*") {
             return true
         }
         let hasPositiveMaxAge = directives.contains {
             $0.hasPrefix("max-age=") && (Int($0.dropFirst("max-age=".count)) ?? 0) > 0
         }
-        if let expires = response.value(forHTTPHeaderField: "Expires") {
+        if let expires = headers["expires"] {
             guard let date = HTTPDate.parse(expires) else { return true }
             if date <= Date() && !hasPositiveMaxAge { return true }
             return false

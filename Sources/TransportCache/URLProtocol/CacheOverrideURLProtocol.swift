@@ -82,6 +82,24 @@ open class CacheOverrideURLProtocol: URLProtocol {
         request
     }
 
+    /// The override and inner session for this loading: ``route(for:)`` of its request, unless a
+    /// subclass knows better.
+    func innerRoute() -> (override: CacheOverride?, session: URLSession)? {
+        Self.route(for: request)
+    }
+
+    /// The request the inner session sends for this loading.
+    func innerRequest() -> URLRequest {
+        var outgoing = Self.outgoingRequest(for: request)
+        outgoing.cachePolicy = .reloadIgnoringLocalCacheData
+        return outgoing
+    }
+
+    /// Called once when the current inner fetch has ended, with its outcome (the response
+    /// rewritten), before the outcome is handed to the client on the session's queue. Runs on the
+    /// inner session's delegate queue, never after `stopLoading()`; it must not call the client.
+    func innerFetchEnded(data: Data?, response: URLResponse?, error: (any Error)?) {}
+
     /// Whether the protocol takes `request`: when ``cacheOverride`` applies to its URL (by
     /// default, every http(s) URL).
     open override class func canInit(with request: URLRequest) -> Bool {
@@ -118,15 +136,12 @@ open class CacheOverrideURLProtocol: URLProtocol {
 
     /// Starts the inner fetch of `request` for loading `generation`.
     private func fetch(generation: Int) {
-        let request = self.request
-        guard let route = Self.route(for: request) else {
+        guard let route = innerRoute() else {
             loading.withLock { $0.phase = .finished(Outcome(error: URLError(.unsupportedURL))) }
             deliver()
             return
         }
-        var outgoingRequest = Self.outgoingRequest(for: request)
-        outgoingRequest.cachePolicy = .reloadIgnoringLocalCacheData
-        let outgoing = outgoingRequest
+        let outgoing = innerRequest()
         // Creating or resuming a task inside `startLoading()` waits on the session's work queue,
         // which is the queue this runs on: hop off it first.
         let instance = Unshared(self)
@@ -163,6 +178,7 @@ open class CacheOverrideURLProtocol: URLProtocol {
             return true
         }
         guard current else { return }
+        innerFetchEnded(data: outcome.data, response: outcome.response, error: outcome.error)
         #if canImport(FoundationNetworking)
         // swift-corelibs-foundation reads its task registry in every client call without a lock,
         // expecting to run on the session's work queue; called from here (the inner session's

@@ -8,6 +8,12 @@ import FoundationNetworking
 /// Protocol classes are configured per class, but every transport has its own override and its
 /// own inner session. The transport's loader tags each request with a private header naming its
 /// route; this class looks the route up, and strips the header before the request leaves.
+///
+/// For the loader's own requests it does less: the loader registers each one as a
+/// ``PendingAnswer`` under its data task, with its route and the request as it was before it was
+/// tagged. The protocol then sends that request as it is (nothing to copy and strip), and hands
+/// the rewritten answer to the loader the moment its inner fetch has it, before delivering it to
+/// the session as usual.
 final class TransportOverrideURLProtocol: CacheOverrideURLProtocol {
     static let routeHeader = "X-TransportCache-Route"
 
@@ -18,6 +24,8 @@ final class TransportOverrideURLProtocol: CacheOverrideURLProtocol {
 
     private static let routes = Locked([Int: Route]())
     private static let lastRouteID = Locked(0)
+    /// The loader's requests in flight, by their outer data task.
+    fileprivate static let pendingAnswers = Locked([ObjectIdentifier: PendingAnswer]())
 
     /// Registers a transport's route. - Returns: the value its requests carry in ``routeHeader``.
     static func register(_ route: Route) -> Int {
@@ -45,5 +53,73 @@ final class TransportOverrideURLProtocol: CacheOverrideURLProtocol {
         var request = request
         request.setValue(nil, forHTTPHeaderField: routeHeader)
         return request
+    }
+
+    /// The loader's request this loading carries, if it is one.
+    private var pendingAnswer: PendingAnswer? {
+        guard let task else { return nil }
+        return Self.pendingAnswers.withLock { $0[ObjectIdentifier(task)] }
+    }
+
+    override func innerRoute() -> (override: CacheOverride?, session: URLSession)? {
+        guard let route = pendingAnswer?.route else { return super.innerRoute() }
+        return (route.override, route.session)
+    }
+
+    override func innerRequest() -> URLRequest {
+        // Untagged already. Its cache policy is left as the caller set it: the inner session has
+        // no URL cache, so no policy can answer from one, and changing it would copy the request.
+        pendingAnswer?.request ?? super.innerRequest()
+    }
+
+    override func innerFetchEnded(data: Data?, response: URLResponse?, error: (any Error)?) {
+        pendingAnswer?.deliver(URLSessionLoader.result(data: data, response: response, error: error))
+    }
+}
+
+/// One request of a transport's loader, waiting for its answer.
+///
+/// Answered exactly once: by ``TransportOverrideURLProtocol`` when its inner fetch ends, or by the
+/// outer data task's completion handler (errors before the fetch, cancellations, no override).
+/// Whichever comes second finds it answered and does nothing.
+final class PendingAnswer: Sendable {
+    typealias Completion = @Sendable (Result<(Data, URLResponse), any Error>) -> Void
+
+    /// The request as the caller made it, without the route header.
+    let request: URLRequest
+    let route: TransportOverrideURLProtocol.Route?
+
+    private struct State {
+        var completion: Completion?
+        var task: ObjectIdentifier?
+    }
+
+    private let state: Locked<State>
+
+    init(request: URLRequest, route: TransportOverrideURLProtocol.Route?, completion: @escaping Completion) {
+        self.request = request
+        self.route = route
+        state = Locked(State(completion: completion))
+    }
+
+    /// Makes this the pending answer of `task`, for the protocol to find. Call before resuming it.
+    func await(_ task: URLSessionTask) {
+        let id = ObjectIdentifier(task)
+        state.withLock { $0.task = id }
+        TransportOverrideURLProtocol.pendingAnswers.withLock { $0[id] = self }
+    }
+
+    /// Answers with `result` unless already answered, and forgets the task.
+    func deliver(_ result: Result<(Data, URLResponse), any Error>) {
+        let (completion, task) = state.withLock { state in
+            defer { state = State() }
+            return (state.completion, state.task)
+        }
+        if let task {
+            TransportOverrideURLProtocol.pendingAnswers.withLock { answers in
+                if answers[task] === self { answers[task] = nil }
+            }
+        }
+        completion?(result)
     }
 }

@@ -1,0 +1,157 @@
+import BenchmarkSupport
+import CallgrindControl
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import LoopbackOrigin
+import TransportCache
+
+// Runs one path of the transport many times with nothing else around it, for profilers
+// (`perf record -e cpu-clock`, `valgrind --tool=callgrind`), which the harness would drown out.
+//
+//     PathWorkload hit 100000          100,000 hits, over 1,000 stored entries in turn
+//     PathWorkload dictionary 100000   100,000 Dictionary<String, Data> lookups, the same way
+//     PathWorkload miss 2000           2,000 misses, each a new URL
+//     PathWorkload plain-miss 2000     2,000 plain URLSession fetches, each a new URL
+//     PathWorkload miss-pair 2000      2,000 of each, alternating, and the ratio of their medians
+//     PathWorkload coalesce 10000 5    5 rounds of 10,000 callers sharing one 50 ms fetch
+//     PathWorkload floor 10000 5       5 rounds of 10,000 tasks on bare continuations (50 ms)
+//
+// Everything runs in a detached task, off the main actor, as in the benchmarks, and prints the
+// time of the measured part. Under `valgrind --tool=callgrind --collect-atstart=no`, `hit` and
+// `dictionary` count only their measured loop (see `scripts/hit-instructions.sh`); for the other
+// modes, compare two counts: their setup does not depend on the count.
+
+let arguments = CommandLine.arguments.dropFirst()
+guard let mode = arguments.first, let count = arguments.dropFirst().first.flatMap(Int.init) else {
+    FileHandle.standardError.write(Data("usage: PathWorkload hit|dictionary|miss|plain-miss|miss-pair|coalesce|floor COUNT [ROUNDS]\n".utf8))
+    exit(2)
+}
+let rounds = arguments.dropFirst(2).first.flatMap(Int.init) ?? 1
+
+@inline(never)
+func hits(_ transport: CachedTransport, _ requests: [URLRequest], count: Int) async throws {
+    // A first round resolves symbols and fills caches, so the counted ones are all alike.
+    for request in requests { blackHole(try await transport.data(for: request)) }
+    callgrind_toggle_collect()
+    for index in 0..<count { blackHole(try await transport.data(for: requests[index % requests.count])) }
+    callgrind_toggle_collect()
+}
+
+@inline(never)
+func lookups(_ table: [String: Data], _ keys: [String], count: Int) async {
+    for key in keys { blackHole(table[key]) }
+    callgrind_toggle_collect()
+    for index in 0..<count { blackHole(table[keys[index % keys.count]]) }
+    callgrind_toggle_collect()
+}
+
+@inline(never)
+func misses(_ load: (URLRequest) async throws -> (Data, URLResponse), on origin: LoopbackOrigin, label: String, count: Int) async throws {
+    for index in 0..<count {
+        blackHole(try await load(URLRequest(url: origin.url("/miss?run=\(label)-\(index)"))))
+    }
+}
+
+@inline(never)
+func blackHole<Value>(_ value: Value) {
+    withExtendedLifetime(value) {}
+}
+
+func concurrently(_ count: Int, _ body: @escaping @Sendable () async throws -> Void) async throws {
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for _ in 0..<count { group.addTask { try await body() } }
+        try await group.waitForAll()
+    }
+}
+
+// The main thread waits on a semaphore rather than in top-level `await`: parked there, it sits in
+// libdispatch's `sigsuspend`, where valgrind 3.19 crashes.
+let finished = DispatchSemaphore(value: 0)
+Task.detached {
+    do {
+        try await run()
+    } catch {
+        FileHandle.standardError.write(Data("failed: \(error)\n".utf8))
+        exit(1)
+    }
+    finished.signal()
+}
+finished.wait()
+
+func run() async throws {
+    let origin = try await LoopbackOrigin.start()
+    let clock = ContinuousClock()
+    var elapsed = Duration.zero
+    switch mode {
+    case "hit":
+        // As in the benchmark, 1,000 stored entries; each is asked for in turn, so that the count
+        // does not depend on how one key's hash happens to fall (the origin's port changes it).
+        let transport = CachedTransport()
+        let all = requests(on: origin, count: 1_000)
+        try await prime(transport, with: all)
+        // Hits need no origin; stopped, its timers do not run during the count.
+        await origin.stop()
+        elapsed = try await clock.measure { try await hits(transport, all, count: count) }
+    case "dictionary":
+        // As in the benchmark, 1,000 URLs as keys; each is looked up in turn.
+        let keys = requests(on: origin, count: 1_000).map { $0.url!.absoluteString }
+        let table = Dictionary(uniqueKeysWithValues: keys.map { ($0, Data(count: 64)) })
+        await origin.stop()
+        elapsed = await clock.measure { await lookups(table, keys, count: count) }
+    case "miss":
+        let transport = CachedTransport()
+        _ = try await transport.data(for: URLRequest(url: origin.url("/miss?run=warm")))
+        elapsed = try await clock.measure {
+            try await misses(transport.data(for:), on: origin, label: "cached", count: count)
+        }
+    case "plain-miss":
+        let session = URLSession(configuration: .ephemeral)
+        _ = try await session.data(for: URLRequest(url: origin.url("/miss?run=warm")))
+        elapsed = try await clock.measure {
+            try await misses({ try await session.data(for: $0) }, on: origin, label: "plain", count: count)
+        }
+    case "miss-pair":
+        // Transport and plain fetches alternate, each timed alone, so both see the same machine.
+        let transport = CachedTransport()
+        let session = URLSession(configuration: .ephemeral)
+        _ = try await transport.data(for: URLRequest(url: origin.url("/miss?run=warm-cached")))
+        _ = try await session.data(for: URLRequest(url: origin.url("/miss?run=warm-plain")))
+        var cached: [Duration] = [], plain: [Duration] = []
+        for index in 0..<count {
+            let first = URLRequest(url: origin.url("/miss?run=cached-\(index)"))
+            let second = URLRequest(url: origin.url("/miss?run=plain-\(index)"))
+            cached.append(try await clock.measure { blackHole(try await transport.data(for: first)) })
+            plain.append(try await clock.measure { blackHole(try await session.data(for: second)) })
+        }
+        let medianCached = cached.sorted()[count / 2], medianPlain = plain.sorted()[count / 2]
+        let ratio = (medianCached / medianPlain).formatted(.number.precision(.fractionLength(3)))
+        FileHandle.standardError.write(Data("median miss \(medianCached), plain fetch \(medianPlain): \(ratio)x\n".utf8))
+    case "coalesce":
+        for round in 0..<rounds {
+            let transport = CachedTransport()
+            let url = origin.url("/coalesce?delay=50&run=\(round)")
+            elapsed += try await clock.measure {
+                try await concurrently(count) { _ = try await transport.data(from: url) }
+            }
+        }
+    case "floor":
+        for _ in 0..<rounds {
+            elapsed += try await clock.measure {
+                let gate = ContinuationGate()
+                let opener = Task.detached {
+                    try await Task.sleep(for: .milliseconds(50))
+                    gate.open()
+                }
+                try await concurrently(count) { await gate.pass() }
+                try await opener.value
+            }
+        }
+    default:
+        FileHandle.standardError.write(Data("unknown mode \(mode)\n".utf8))
+        exit(2)
+    }
+    if mode != "hit" && mode != "dictionary" { await origin.stop() }
+    FileHandle.standardError.write(Data("\(mode) \(count) x \(rounds): \(elapsed)\n".utf8))
+}

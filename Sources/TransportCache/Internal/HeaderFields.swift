@@ -1,0 +1,93 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A response's header fields read once, for several lookups.
+///
+/// On Linux every `HTTPURLResponse.value(forHTTPHeaderField:)` lowercases every field name of the
+/// response (a few thousand instructions each), and `allHeaderFields` converts the whole table to
+/// `[AnyHashable: Any]`: deciding a rewrite and a store with them cost tens of thousands of
+/// instructions per miss. This takes the table once and answers each lookup with one hash.
+struct HeaderFields: Sendable {
+    /// The fields by lowercased name, each with its name as the response gave it.
+    private(set) var byLowercasedName: [String: (name: String, value: String)] = [:]
+
+    init() {}
+
+    init(_ fields: [String: String]) {
+        byLowercasedName.reserveCapacity(fields.count)
+        for (name, value) in fields { set(value, name: name, lowercasedName: ASCII.lowercased(name)) }
+    }
+
+    init(of response: HTTPURLResponse) {
+        if let rewritten = response as? OverriddenHTTPURLResponse {
+            self = rewritten.headerFields
+            return
+        }
+        self.init(Self.strings(response.allHeaderFields))
+    }
+
+    /// `allHeaderFields` as strings.
+    static func strings(_ all: [AnyHashable: Any]) -> [String: String] {
+        var fields: [String: String] = [:]
+        fields.reserveCapacity(all.count)
+        for (name, value) in all {
+            fields[name.base as? String ?? String(describing: name)] = value as? String ?? String(describing: value)
+        }
+        return fields
+    }
+
+    /// Sets the field `name`, replacing any field whose name differs only in case.
+    mutating func set(_ value: String, name: String, lowercasedName: String) {
+        byLowercasedName[lowercasedName] = (name, value)
+    }
+
+    /// The fields by their names as given.
+    var fields: [String: String] {
+        var fields: [String: String] = [:]
+        fields.reserveCapacity(byLowercasedName.count)
+        for field in byLowercasedName.values { fields[field.name] = field.value }
+        return fields
+    }
+
+    /// The value of the field `lowercasedName`.
+    subscript(lowercasedName: String) -> String? {
+        byLowercasedName[lowercasedName]?.value
+    }
+}
+
+extension HTTPURLResponse {
+    /// The value of the header field `lowercasedName`: one hash lookup on a response the header
+    /// override rewrote, `value(forHTTPHeaderField:)` on any other.
+    func headerValue(_ lowercasedName: String) -> String? {
+        if let rewritten = self as? OverriddenHTTPURLResponse { return rewritten.headerFields[lowercasedName] }
+        return value(forHTTPHeaderField: lowercasedName)
+    }
+}
+
+/// A response ``CacheOverride`` rewrote, which keeps the header fields it was made from.
+///
+/// Everything after the rewrite (the transport's store decision, the validators, the `Vary`
+/// names, the cost of the entry) reads these instead of asking the response again, and the
+/// transport does not apply the override a second time to a response that already went through it.
+///
+/// `@unchecked Sendable`: `headerFields` is set in the initializers and never changed.
+final class OverriddenHTTPURLResponse: HTTPURLResponse, @unchecked Sendable {
+    private(set) var headerFields: HeaderFields
+    /// Its `max-age` is above zero, so rewriting it again would change nothing.
+    private(set) var isFresh: Bool
+
+    init?(url: URL, statusCode: Int, headerFields: HeaderFields, isFresh: Bool) {
+        self.headerFields = headerFields
+        self.isFresh = isFresh
+        super.init(url: url, statusCode: statusCode, httpVersion: "HTTP/1.1", headerFields: headerFields.fields)
+    }
+
+    required init?(coder: NSCoder) {
+        headerFields = HeaderFields([:])
+        isFresh = false
+        super.init(coder: coder)
+        headerFields = HeaderFields(HeaderFields.strings(allHeaderFields))
+    }
+}
