@@ -31,18 +31,19 @@ let package = Package(
             ],
             path: "Sources/PathWorkload"
         ),
-    ] + ["HitPath", "MissPath", "Coalescing", "Storage", "ChangeFanOut", "Values", "Revalidation"].map { suite in
-        .executableTarget(
-            name: suite,
-            dependencies: [
-                "BenchmarkSupport",
-                .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "TransportCache", package: "TransportCache"),
-                .product(name: "LoopbackOrigin", package: "TransportCacheExamples"),
-            ],
-            path: "Benchmarks/\(suite)",
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        )
-    },
+    ]
+        + ["HitPath", "MissPath", "Coalescing", "Storage", "ChangeFanOut", "Values", "Revalidation"].map { suite in
+            .executableTarget(
+                name: suite,
+                dependencies: [
+                    "BenchmarkSupport",
+                    .product(name: "Benchmark", package: "benchmark"),
+                    .product(name: "TransportCache", package: "TransportCache"),
+                    .product(name: "LoopbackOrigin", package: "TransportCacheExamples"),
+                ],
+                path: "Benchmarks/\(suite)",
+                plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+            )
+        },
     swiftLanguageModes: [.v6]
 )

@@ -9,11 +9,13 @@ import Testing
 struct BadInputTests {
     // MARK: - URLs
 
-    @Test("other schemes pass through: never coalesced, never stored", arguments: [
-        "ftp://files.example.com/report.txt",
-        "myapp://open/items/7",
-        "ws://socket.example.com/feed",
-    ])
+    @Test(
+        "other schemes pass through: never coalesced, never stored",
+        arguments: [
+            "ftp://files.example.com/report.txt",
+            "myapp://open/items/7",
+            "ws://socket.example.com/feed",
+        ])
     func otherSchemes(url: String) async throws {
         let loader = TestLoader(gated: true)
         let transport = makeTransport(loader: loader)
@@ -63,12 +65,14 @@ struct BadInputTests {
         #expect(transport.statistics.stores == 0)
     }
 
-    @Test("malformed http URLs end in an error and store nothing", arguments: [
-        "http:///no-host",
-        "http://",
-        "http://127.0.0.1:0/items",
-        "http://:80/items",
-    ])
+    @Test(
+        "malformed http URLs end in an error and store nothing",
+        arguments: [
+            "http:///no-host",
+            "http://",
+            "http://127.0.0.1:0/items",
+            "http://:80/items",
+        ])
     func malformedURL(string: String) async throws {
         var configuration = CachedTransport.Configuration()
         let session = URLSessionConfiguration.ephemeral
@@ -120,16 +124,20 @@ struct BadInputTests {
 
     @Test("a body larger than the whole capacity reaches every coalesced caller intact and evicts nothing")
     func bodyBeyondCapacity() async throws {
-        let loader = TestLoader(gated: true, respond: { request, call in
-            if request.url?.path == "/huge" { return try TestLoader.body(size: 300_000)(request, call) }
-            return try TestLoader.ok()(request, call)
-        }, holding: { $0.url?.path == "/huge" })
+        let loader = TestLoader(
+            gated: true,
+            respond: { request, call in
+                if request.url?.path == "/huge" { return try TestLoader.body(size: 300_000)(request, call) }
+                return try TestLoader.ok()(request, call)
+            }, holding: { $0.url?.path == "/huge" })
         let transport = makeTransport(loader: loader) {
             $0.memoryCapacity = 100_000
             $0.maximumEntryShare = 1
         }
         _ = try await transport.data(for: request("https://api.example.com/small"))
-        let callers = (0..<20).map { _ in Task { try await transport.data(for: request("https://api.example.com/huge")) } }
+        let callers = (0..<20).map { _ in
+            Task { try await transport.data(for: request("https://api.example.com/huge")) }
+        }
         await loader.waitForCalls(2)
         await waitUntil { transport.statistics.coalescedJoins == 19 }
         loader.openGate()
@@ -142,9 +150,11 @@ struct BadInputTests {
         #expect(loader.callCount == 2)
     }
 
-    @Test("zero, negative and absurd capacities and shares store nothing and still answer", arguments: [
-        (0, 0.1), (-1, 0.1), (Int.min, 1.0), (100_000, 0.0), (100_000, -3.0), (100_000, Double.nan),
-    ])
+    @Test(
+        "zero, negative and absurd capacities and shares store nothing and still answer",
+        arguments: [
+            (0, 0.1), (-1, 0.1), (Int.min, 1.0), (100_000, 0.0), (100_000, -3.0), (100_000, Double.nan),
+        ])
     func degenerateCapacity(capacity: Int, share: Double) async throws {
         let loader = TestLoader(gated: true)
         let transport = makeTransport(loader: loader) {
@@ -190,9 +200,15 @@ struct BadInputTests {
     func headerNameCase() async throws {
         let loader = TestLoader()
         let transport = makeTransport(loader: loader)
-        let first = try await transport.data(for: request("https://api.example.com/me", headers: ["AUTHORIZATION": "Bearer alice"])).0
-        let same = try await transport.data(for: request("https://api.example.com/me", headers: ["aUtHoRiZaTiOn": "Bearer alice"])).0
-        let other = try await transport.data(for: request("https://api.example.com/me", headers: ["authorization": "Bearer bob"])).0
+        let first = try await transport.data(
+            for: request("https://api.example.com/me", headers: ["AUTHORIZATION": "Bearer alice"])
+        ).0
+        let same = try await transport.data(
+            for: request("https://api.example.com/me", headers: ["aUtHoRiZaTiOn": "Bearer alice"])
+        ).0
+        let other = try await transport.data(
+            for: request("https://api.example.com/me", headers: ["authorization": "Bearer bob"])
+        ).0
         #expect(first == same)
         #expect(other.text.contains("auth=Bearer bob"))
         #expect(loader.callCount == 2)
@@ -205,7 +221,14 @@ struct BadInputTests {
         let tokens = ["Bearer abc", "Bearer ABC", "bearer abc"]
         let callers = tokens.flatMap { token in
             (0..<10).map { _ in
-                Task { (token, try await transport.data(for: request("https://api.example.com/me", headers: ["Authorization": token])).0) }
+                Task {
+                    (
+                        token,
+                        try await transport.data(
+                            for: request("https://api.example.com/me", headers: ["Authorization": token])
+                        ).0
+                    )
+                }
             }
         }
         await loader.waitForCalls(3)
@@ -216,7 +239,9 @@ struct BadInputTests {
             #expect(body.text.contains("auth=\(token) "))
         }
         for token in tokens {
-            let body = try await transport.data(for: request("https://api.example.com/me", headers: ["Authorization": token])).0
+            let body = try await transport.data(
+                for: request("https://api.example.com/me", headers: ["Authorization": token])
+            ).0
             #expect(body.text.contains("auth=\(token) "))
         }
         #expect(loader.callCount == 3)
@@ -259,18 +284,19 @@ struct BadInputTests {
         #expect(loader.callCount == 2)
     }
 
-    @Test("malformed and contradictory cache headers never stop an answer, and with the override on it is stored",
-          arguments: [
-              ["Cache-Control": "max-age=abc"],
-              ["Cache-Control": "max-age=-5, no-store, max-age=600"],
-              ["Cache-Control": "public, private, no-cache=\"Set-Cookie\""],
-              ["Cache-Control": ",,,;;="],
-              ["Expires": "not a date"],
-              ["Expires": "Thu, 01 Jan 1970 00:00:00 GMT", "Cache-Control": "max-age=600"],
-              ["Pragma": "no-cache", "Cache-Control": "max-age=600"],
-              ["Vary": ""],
-              ["Vary": ",,"],
-          ])
+    @Test(
+        "malformed and contradictory cache headers never stop an answer, and with the override on it is stored",
+        arguments: [
+            ["Cache-Control": "max-age=abc"],
+            ["Cache-Control": "max-age=-5, no-store, max-age=600"],
+            ["Cache-Control": "public, private, no-cache=\"Set-Cookie\""],
+            ["Cache-Control": ",,,;;="],
+            ["Expires": "not a date"],
+            ["Expires": "Thu, 01 Jan 1970 00:00:00 GMT", "Cache-Control": "max-age=600"],
+            ["Pragma": "no-cache", "Cache-Control": "max-age=600"],
+            ["Vary": ""],
+            ["Vary": ",,"],
+        ])
     func oddCacheHeaders(headers: [String: String]) async throws {
         let loader = TestLoader(respond: TestLoader.ok(headers: headers))
         let transport = makeTransport(loader: loader)

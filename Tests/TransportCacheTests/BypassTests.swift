@@ -9,7 +9,8 @@ import Testing
 struct BypassTests {
     let url = "https://api.example.com/list"
 
-    @Test("a caller's own If-None-Match reaches the origin, gets its 304, and stores nothing", arguments: [true, false])
+    @Test(
+        "a caller's own If-None-Match reaches the origin, gets its 304, and stores nothing", arguments: [true, false])
     func callersOwnCondition(storedFirst: Bool) async throws {
         let origin = ValidatingOrigin()
         let loader = TestLoader(respond: origin.responder)
@@ -37,7 +38,10 @@ struct BypassTests {
         let whole = Data((0..<100).map { UInt8($0) })
         let loader = TestLoader { request, _ in
             if let range = request.value(forHTTPHeaderField: "Range"), range == "bytes=0-9" {
-                return (whole.prefix(10), TestLoader.response(for: request, status: 206, headers: ["Content-Range": "bytes 0-9/100"]))
+                return (
+                    whole.prefix(10),
+                    TestLoader.response(for: request, status: 206, headers: ["Content-Range": "bytes 0-9/100"])
+                )
             }
             return (whole, TestLoader.response(for: request, status: 200))
         }
@@ -63,9 +67,11 @@ struct BypassTests {
         #expect(transport.statistics.stores == 0)
     }
 
-    @Test("each conditional or range header bypasses the store and coalescing", arguments: [
-        "If-None-Match", "if-modified-since", "If-Match", "If-Unmodified-Since", "If-Range", "range",
-    ])
+    @Test(
+        "each conditional or range header bypasses the store and coalescing",
+        arguments: [
+            "If-None-Match", "if-modified-since", "If-Match", "If-Unmodified-Since", "If-Range", "range",
+        ])
     func eachHeaderBypasses(header: String) async throws {
         let loader = TestLoader(gated: true)
         let transport = makeTransport(loader: loader)

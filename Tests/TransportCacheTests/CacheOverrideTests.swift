@@ -13,19 +13,21 @@ struct CacheOverrideTests {
         HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: headers)!
     }
 
-    @Test("each form that stops caching is rewritten to max-age=N, the original kept readable", arguments: [
-        ["Cache-Control": "no-cache"],
-        ["Cache-Control": "no-store"],
-        ["Cache-Control": "must-revalidate, max-age=60"],
-        ["Cache-Control": "max-age=0"],
-        ["Cache-Control": "private, max-age=60"],
-        ["Cache-Control": "No-Cache"],
-        ["Pragma": "no-cache"],
-        ["Expires": "Thu, 01 Jan 1970 00:00:00 GMT"],
-        ["Expires": "0"],
-        ["Vary": "*"],
-        [:],
-    ])
+    @Test(
+        "each form that stops caching is rewritten to max-age=N, the original kept readable",
+        arguments: [
+            ["Cache-Control": "no-cache"],
+            ["Cache-Control": "no-store"],
+            ["Cache-Control": "must-revalidate, max-age=60"],
+            ["Cache-Control": "max-age=0"],
+            ["Cache-Control": "private, max-age=60"],
+            ["Cache-Control": "No-Cache"],
+            ["Pragma": "no-cache"],
+            ["Expires": "Thu, 01 Jan 1970 00:00:00 GMT"],
+            ["Expires": "0"],
+            ["Vary": "*"],
+            [:],
+        ])
     func rewrites(headers: [String: String]) {
         let rewritten = CacheOverride(maximumAge: .seconds(120)).rewritten(response(headers))
         #expect(rewritten.value(forHTTPHeaderField: "Cache-Control") == "max-age=120")
@@ -46,8 +48,9 @@ struct CacheOverrideTests {
 
     @Test("other headers and the status survive the rewrite")
     func otherHeadersKept() {
-        let original = HTTPURLResponse(url: url, statusCode: 203, httpVersion: "HTTP/1.1",
-                                       headerFields: ["Cache-Control": "no-cache", "Content-Type": "application/json", "Vary": "Accept"])!
+        let original = HTTPURLResponse(
+            url: url, statusCode: 203, httpVersion: "HTTP/1.1",
+            headerFields: ["Cache-Control": "no-cache", "Content-Type": "application/json", "Vary": "Accept"])!
         let rewritten = CacheOverride().rewritten(original)
         #expect(rewritten.statusCode == 203)
         #expect(rewritten.value(forHTTPHeaderField: "Content-Type") == "application/json")
@@ -79,7 +82,9 @@ struct CacheOverrideTests {
         #expect(honoured.callCount == 2)
 
         let outside = TestLoader(respond: TestLoader.ok(headers: ["Cache-Control": "no-store"]))
-        let narrowed = makeTransport(loader: outside) { $0.cacheOverride = CacheOverride(endpoints: [.host("elsewhere.example.com")]) }
+        let narrowed = makeTransport(loader: outside) {
+            $0.cacheOverride = CacheOverride(endpoints: [.host("elsewhere.example.com")])
+        }
         _ = try await narrowed.data(for: request(url.absoluteString))
         _ = try await narrowed.data(for: request(url.absoluteString))
         #expect(outside.callCount == 2)
@@ -105,10 +110,13 @@ struct CacheOverrideTests {
         let route = try #require(routed.routeValue)
         tagged.setValue(route, forHTTPHeaderField: TransportOverrideURLProtocol.routeHeader)
         #expect(TransportOverrideURLProtocol.canInit(with: tagged))
-        #expect(TransportOverrideURLProtocol.outgoingRequest(for: tagged).value(forHTTPHeaderField: TransportOverrideURLProtocol.routeHeader) == nil)
+        #expect(
+            TransportOverrideURLProtocol.outgoingRequest(for: tagged).value(
+                forHTTPHeaderField: TransportOverrideURLProtocol.routeHeader) == nil)
 
         let plain = URLSessionLoader(configuration: .ephemeral, cacheOverride: nil)
-        #expect(!(plain.session.configuration.protocolClasses ?? []).contains { $0 == TransportOverrideURLProtocol.self })
+        #expect(
+            !(plain.session.configuration.protocolClasses ?? []).contains { $0 == TransportOverrideURLProtocol.self })
         #expect(plain.routeValue == nil)
     }
 

@@ -136,8 +136,9 @@ struct StaleIfErrorTests {
         }
     }
 
-    @Test("when on, a connectivity failure answers with the last stored body, marked stale",
-          arguments: [URLError.Code.notConnectedToInternet, .cannotConnectToHost, .timedOut, .networkConnectionLost])
+    @Test(
+        "when on, a connectivity failure answers with the last stored body, marked stale",
+        arguments: [URLError.Code.notConnectedToInternet, .cannotConnectToHost, .timedOut, .networkConnectionLost])
     func connectivityFailure(code: URLError.Code) async throws {
         let transport = makeTransport(loader: Self.failingAfterFirst(code)) { $0.staleIfError = true }
         let (stored, response) = try await transport.data(for: request(url))
@@ -145,7 +146,9 @@ struct StaleIfErrorTests {
         let (stale, staleResponse) = try await transport.refresh(request(url))
         #expect(stale == stored)
         #expect(staleResponse.isStaleAnswer)
-        #expect((staleResponse as? HTTPURLResponse)?.value(forHTTPHeaderField: CachedTransport.staleHeaderField) == String(code.rawValue))
+        #expect(
+            (staleResponse as? HTTPURLResponse)?.value(forHTTPHeaderField: CachedTransport.staleHeaderField)
+                == String(code.rawValue))
         #expect(transport.statistics.staleAnswers == 1)
     }
 
@@ -181,7 +184,9 @@ struct StaleIfErrorTests {
 
     @Test("an invalidated entry is never served stale")
     func invalidatedIsGone() async throws {
-        let transport = makeTransport(loader: Self.failingAfterFirst(.notConnectedToInternet)) { $0.staleIfError = true }
+        let transport = makeTransport(loader: Self.failingAfterFirst(.notConnectedToInternet)) {
+            $0.staleIfError = true
+        }
         _ = try await transport.data(for: request(url))
         await transport.invalidate(request(url))
         let error = await thrownError { try await transport.data(for: request(url)) }

@@ -160,8 +160,10 @@ struct CoalescingTests {
     func varyAcrossCoalescedCallers() async throws {
         let loader = TestLoader(gated: true) { request, call in
             let language = request.value(forHTTPHeaderField: "X-Variant") ?? "none"
-            return (Data("variant=\(language) call=\(call)".utf8),
-                    TestLoader.response(for: request, status: 200, headers: ["Vary": "X-Variant"]))
+            return (
+                Data("variant=\(language) call=\(call)".utf8),
+                TestLoader.response(for: request, status: 200, headers: ["Vary": "X-Variant"])
+            )
         }
         let transport = makeTransport(loader: loader)
         let first = Task { try await transport.data(for: request(url, headers: ["X-Variant": "a"])) }

@@ -11,15 +11,16 @@ struct ConnectionLossTests {
         URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: description])
     }
 
-    @Test("libcurl's reports of a cut-off transfer become networkConnectionLost, the original kept underneath",
-          arguments: [
-              "transfer closed with 99000 bytes remaining to read",
-              "transfer closed with outstanding read data remaining",
-              "Recv failure: Connection reset by peer",
-              "Send failure: Broken pipe",
-              "Transferred a partial file",
-              "Failure when receiving data from the peer",
-          ])
+    @Test(
+        "libcurl's reports of a cut-off transfer become networkConnectionLost, the original kept underneath",
+        arguments: [
+            "transfer closed with 99000 bytes remaining to read",
+            "transfer closed with outstanding read data remaining",
+            "Recv failure: Connection reset by peer",
+            "Send failure: Broken pipe",
+            "Transferred a partial file",
+            "Failure when receiving data from the peer",
+        ])
     func connectionLoss(description: String) throws {
         let original = Self.curlError(description)
         let normalized = try #require(URLSessionLoader.normalized(original) as? URLError)

@@ -18,7 +18,9 @@ private func httpDate(_ offset: TimeInterval = 0) -> String {
 struct RequestDirectiveTests {
     let url = "https://api.example.com/things"
 
-    @Test("201 and 202 answers are not stored by default; 200, 203 and 204 are", arguments: [(201, false), (202, false), (200, true), (203, true), (204, true)])
+    @Test(
+        "201 and 202 answers are not stored by default; 200, 203 and 204 are",
+        arguments: [(201, false), (202, false), (200, true), (203, true), (204, true)])
     func defaultStorableStatuses(status: Int, stored: Bool) async throws {
         let loader = TestLoader(respond: TestLoader.status(status))
         let transport = makeTransport(loader: loader)
@@ -41,9 +43,12 @@ struct RequestDirectiveTests {
         #expect(fresh.statistics.entries == 0)
     }
 
-    @Test("a request's no-cache, max-age=0 or Pragma: no-cache revalidates the entry", arguments: [
-        ["Cache-Control": "no-cache"], ["Cache-Control": "max-age=0"], ["Pragma": "no-cache"], ["cache-control": "private, MAX-AGE=0"],
-    ])
+    @Test(
+        "a request's no-cache, max-age=0 or Pragma: no-cache revalidates the entry",
+        arguments: [
+            ["Cache-Control": "no-cache"], ["Cache-Control": "max-age=0"], ["Pragma": "no-cache"],
+            ["cache-control": "private, MAX-AGE=0"],
+        ])
     func requestRevalidates(headers: [String: String]) async throws {
         let origin = ValidatingOrigin()
         let loader = TestLoader(respond: origin.responder)
@@ -183,7 +188,11 @@ struct HTTPCachingTests {
         let failing = Locked(false)
         let loader = TestLoader { request, call in
             if failing.withLock({ $0 }) { throw URLError(.notConnectedToInternet) }
-            return (Data("call=\(call)".utf8), TestLoader.response(for: request, status: 200, headers: ["Cache-Control": "max-age=10, must-revalidate"]))
+            return (
+                Data("call=\(call)".utf8),
+                TestLoader.response(
+                    for: request, status: 200, headers: ["Cache-Control": "max-age=10, must-revalidate"])
+            )
         }
         let clock = TestClock()
         let transport = makeTransport(loader: loader, clock: clock) {
@@ -244,10 +253,15 @@ struct HTTPCachingTests {
         #expect(loader.callCount == 1)
     }
 
-    @Test("any final status with explicit freshness may be stored; without it, only the storable ones", arguments: [(404, true), (500, true), (201, true)])
+    @Test(
+        "any final status with explicit freshness may be stored; without it, only the storable ones",
+        arguments: [(404, true), (500, true), (201, true)])
     func explicitFreshnessStatuses(status: Int, stored: Bool) async throws {
         let loader = TestLoader { request, call in
-            (Data("call=\(call)".utf8), TestLoader.response(for: request, status: status, headers: ["Cache-Control": "max-age=60"]))
+            (
+                Data("call=\(call)".utf8),
+                TestLoader.response(for: request, status: status, headers: ["Cache-Control": "max-age=60"])
+            )
         }
         let transport = makeTransport(loader: loader) { $0.conformsToHTTPCaching = true }
         _ = try await transport.data(for: request(url))
@@ -271,21 +285,25 @@ struct HTTPCachingTests {
 
 @Suite("HTTP dates")
 struct HTTPDateTests {
-    @Test("the three forms HTTP allows are read, names in any case", arguments: [
-        "Thu, 18 Aug 2050 02:01:18 GMT", "Thursday, 18-Aug-50 02:01:18 GMT", "Thu Aug 18 02:01:18 2050",
-        "THU, 18 AUG 2050 02:01:18 gmt",
-    ])
+    @Test(
+        "the three forms HTTP allows are read, names in any case",
+        arguments: [
+            "Thu, 18 Aug 2050 02:01:18 GMT", "Thursday, 18-Aug-50 02:01:18 GMT", "Thu Aug 18 02:01:18 2050",
+            "THU, 18 AUG 2050 02:01:18 gmt",
+        ])
     func validForms(value: String) throws {
         let date = try #require(HTTPDate.parse(value))
         #expect(date.timeIntervalSince1970 == 2_544_400_878)
     }
 
-    @Test("anything else is no date", arguments: [
-        "Thu, 18 Aug 2050 02:01:18 UTC", "Thu, 18 Aug 2050 02:01:18 AEST", "Thu, 18 Aug 50 02:01:18 GMT",
-        "Thu 18 Aug 2050 02:01:18 GMT", "Thu, 18  Aug  2050 02:01:18 GMT", "Thu, 18-Aug-2050 02:01:18 GMT",
-        "Thu, 18 Aug 2050 02.01.18 GMT", "Thu, 18 Aug 2050 2:01:18 GMT", "0", "",
-        "Thu, 18 Aug 2050 2:01:18 GMT, Thu, 18 Aug 2050 2:01:19 GMT",
-    ])
+    @Test(
+        "anything else is no date",
+        arguments: [
+            "Thu, 18 Aug 2050 02:01:18 UTC", "Thu, 18 Aug 2050 02:01:18 AEST", "Thu, 18 Aug 50 02:01:18 GMT",
+            "Thu 18 Aug 2050 02:01:18 GMT", "Thu, 18  Aug  2050 02:01:18 GMT", "Thu, 18-Aug-2050 02:01:18 GMT",
+            "Thu, 18 Aug 2050 02.01.18 GMT", "Thu, 18 Aug 2050 2:01:18 GMT", "0", "",
+            "Thu, 18 Aug 2050 2:01:18 GMT, Thu, 18 Aug 2050 2:01:19 GMT",
+        ])
     func invalidForms(value: String) {
         #expect(HTTPDate.parse(value) == nil)
     }
@@ -305,7 +323,8 @@ struct HTTPDateTests {
 struct ConnectionFieldTests {
     @Test("fields the response's Connection names are neither stored nor passed on")
     func connectionListedFields() async throws {
-        let loader = TestLoader(respond: TestLoader.ok(headers: ["Connection": "a, close", "A": "1", "Cache-Control": "max-age=60"]))
+        let loader = TestLoader(
+            respond: TestLoader.ok(headers: ["Connection": "a, close", "A": "1", "Cache-Control": "max-age=60"]))
         let transport = makeTransport(loader: loader) { $0.conformsToHTTPCaching = true }
         let (_, first) = try await transport.data(for: request("https://api.example.com/c"))
         let (_, second) = try await transport.data(for: request("https://api.example.com/c"))

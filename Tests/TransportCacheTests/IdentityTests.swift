@@ -9,10 +9,14 @@ import Testing
 struct IdentityTests {
     let url = "https://api.example.com/session"
 
-    @Test("a response that sets a cookie is never stored, so no later request is handed it",
-          arguments: [true, false])
+    @Test(
+        "a response that sets a cookie is never stored, so no later request is handed it",
+        arguments: [true, false])
     func setCookieIsNotStored(overrideOn: Bool) async throws {
-        let loader = TestLoader(respond: TestLoader.ok(headers: ["Set-Cookie": "session=alice; HttpOnly", "Cache-Control": "public, max-age=600"]))
+        let loader = TestLoader(
+            respond: TestLoader.ok(headers: [
+                "Set-Cookie": "session=alice; HttpOnly", "Cache-Control": "public, max-age=600",
+            ]))
         let transport = makeTransport(loader: loader) { if !overrideOn { $0.cacheOverride = nil } }
         let alice = try await transport.data(for: request(url)).0
         let next = try await transport.data(for: request(url)).0
@@ -70,7 +74,9 @@ struct IdentityTests {
             [:],
         ]
         let callers = identities.enumerated().flatMap { index, headers in
-            (0..<20).map { _ in Task { (index, try await transport.data(for: request("https://api.example.com/me", headers: headers))) } }
+            (0..<20).map { _ in
+                Task { (index, try await transport.data(for: request("https://api.example.com/me", headers: headers))) }
+            }
         }
         await loader.waitForCalls(5)
         await waitUntil { transport.statistics.coalescedJoins == 95 }

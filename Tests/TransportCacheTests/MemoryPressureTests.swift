@@ -11,7 +11,9 @@ struct MemoryPressureTests {
 
     static func item(_ index: Int) -> String { "https://api.example.com/items/\(index)" }
 
-    @Test("a warning drops every decoded value and trims the store to half its capacity, least recently used first, announcing what it dropped")
+    @Test(
+        "a warning drops every decoded value and trims the store to half its capacity, least recently used first, announcing what it dropped"
+    )
     func warningTrims() async throws {
         let loader = feedLoader(Locked(1))
         let transport = makeTransport(loader: loader) {
@@ -37,7 +39,9 @@ struct MemoryPressureTests {
         #expect(transport.statistics.decodedEvictions == 10)
         #expect(transport.statistics.trims == 1)
         let dropped = (0..<(10 - kept)).map { URL(string: Self.item($0))! }
-        #expect(await changes.next() == .invalidated(urls: dropped.sorted { $0.absoluteString < $1.absoluteString }, endpoint: nil))
+        #expect(
+            await changes.next()
+                == .invalidated(urls: dropped.sorted { $0.absoluteString < $1.absoluteString }, endpoint: nil))
         #expect(await watched.next() == .invalidated(urls: [URL(string: Self.item(0))!], endpoint: nil))
         // The most recently used entries stayed: they answer without a fetch, decoding again.
         for index in (10 - kept)..<10 {
@@ -67,7 +71,7 @@ struct MemoryPressureTests {
         let transport = makeTransport(loader: feedLoader(Locked(1)))
         _ = try await transport.value(Feed.self, for: request(url))
         var changes = transport.changes().makeAsyncIterator()
-        transport.trim(for: .warning)   // far below half the capacity: only the value goes
+        transport.trim(for: .warning)  // far below half the capacity: only the value goes
         await transport.invalidateAll()
         #expect(await transport.decodedValuesHeld == 0)
         #expect(await changes.next() == .cleared)

@@ -55,10 +55,15 @@ struct PassThroughTests {
     func locationInvalidation() async throws {
         let loader = TestLoader { request, call in
             if request.httpMethod == "PUT" {
-                return (Data(), TestLoader.response(for: request, status: 201, headers: [
-                    "Location": "/items/8",
-                    "Content-Location": "https://other.example.com/items/9",
-                ]))
+                return (
+                    Data(),
+                    TestLoader.response(
+                        for: request, status: 201,
+                        headers: [
+                            "Location": "/items/8",
+                            "Content-Location": "https://other.example.com/items/9",
+                        ])
+                )
             }
             return try TestLoader.ok()(request, call)
         }

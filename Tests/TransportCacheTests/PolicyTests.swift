@@ -38,7 +38,8 @@ struct PolicyTests {
         _ = try await transport.data(for: request(url))
         let reloaded = try await transport.data(for: request(url, policy: .reloadIgnoringLocalCacheData)).0
         #expect(reloaded.text.contains("call=2"))
-        let reloadedAgain = try await transport.data(for: request(url, policy: .reloadIgnoringLocalAndRemoteCacheData)).0
+        let reloadedAgain = try await transport.data(for: request(url, policy: .reloadIgnoringLocalAndRemoteCacheData))
+            .0
         #expect(reloadedAgain.text.contains("call=3"))
         // The default policy now answers with the latest reload.
         #expect(try await transport.data(for: request(url)).0 == reloadedAgain)

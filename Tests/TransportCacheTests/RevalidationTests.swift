@@ -57,7 +57,9 @@ struct RevalidationTests {
         var changes = transport.changes().makeAsyncIterator()
 
         let unchanged = try await transport.refresh(request(url))
-        #expect(loader.calls.last?.value(forHTTPHeaderField: "If-Modified-Since") == ValidatingOrigin.lastModified(version: 1))
+        #expect(
+            loader.calls.last?.value(forHTTPHeaderField: "If-Modified-Since")
+                == ValidatingOrigin.lastModified(version: 1))
         #expect(loader.calls.last?.value(forHTTPHeaderField: "If-None-Match") == nil)
         #expect(unchanged.0 == stored)
         #expect((unchanged.1 as? HTTPURLResponse)?.statusCode == 200)
@@ -112,7 +114,8 @@ struct RevalidationTests {
     @Test("20 coalesced callers of one conditional fetch all get status 200 and the stored body")
     func coalescedCallersOfA304() async throws {
         let origin = ValidatingOrigin()
-        let loader = TestLoader(gated: true, respond: origin.responder, holding: { $0.value(forHTTPHeaderField: "If-None-Match") != nil })
+        let loader = TestLoader(
+            gated: true, respond: origin.responder, holding: { $0.value(forHTTPHeaderField: "If-None-Match") != nil })
         let transport = makeTransport(loader: loader)
         let (stored, _) = try await transport.data(for: request(url))
         let reload = request(url, policy: .reloadIgnoringLocalCacheData)
@@ -152,13 +155,18 @@ struct RevalidationTests {
         let transport = makeTransport(loader: loader)
         _ = try await transport.data(for: request(url))
         _ = try await transport.refresh(request(url))
-        #expect(loader.calls.allSatisfy { $0.value(forHTTPHeaderField: "If-None-Match") == nil && $0.value(forHTTPHeaderField: "If-Modified-Since") == nil })
+        #expect(
+            loader.calls.allSatisfy {
+                $0.value(forHTTPHeaderField: "If-None-Match") == nil
+                    && $0.value(forHTTPHeaderField: "If-Modified-Since") == nil
+            })
     }
 
     @Test("a 304 racing an invalidation never yields an empty body: the fetch goes again without conditions")
     func notModifiedAfterInvalidation() async throws {
         let origin = ValidatingOrigin()
-        let loader = TestLoader(gated: true, respond: origin.responder, holding: { $0.value(forHTTPHeaderField: "If-None-Match") != nil })
+        let loader = TestLoader(
+            gated: true, respond: origin.responder, holding: { $0.value(forHTTPHeaderField: "If-None-Match") != nil })
         let transport = makeTransport(loader: loader)
         let (stored, _) = try await transport.data(for: request(url))
         let refresh = Task { try await transport.refresh(request(url)) }
@@ -180,7 +188,8 @@ struct RevalidationTests {
     @Test("a 304 for an entry evicted while in flight fetches again without conditions")
     func notModifiedAfterEviction() async throws {
         let origin = ValidatingOrigin()
-        let loader = TestLoader(gated: true, respond: origin.responder, holding: { $0.value(forHTTPHeaderField: "If-None-Match") != nil })
+        let loader = TestLoader(
+            gated: true, respond: origin.responder, holding: { $0.value(forHTTPHeaderField: "If-None-Match") != nil })
         let transport = makeTransport(loader: loader)
         let (stored, _) = try await transport.data(for: request(url))
         let refresh = Task { try await transport.refresh(request(url)) }
@@ -197,11 +206,12 @@ struct RevalidationTests {
     func notModifiedKeepsDecodedValues() async throws {
         struct Resource: Decodable, Sendable { let text: String }
         let origin = ValidatingOrigin()
-        let transport = makeTransport(loader: TestLoader { request, call in
-            let (data, response) = try origin.responder(request, call)
-            let json = data.isEmpty ? data : Data(#"{"text":"\#(data.text)"}"#.utf8)
-            return (json, response)
-        })
+        let transport = makeTransport(
+            loader: TestLoader { request, call in
+                let (data, response) = try origin.responder(request, call)
+                let json = data.isEmpty ? data : Data(#"{"text":"\#(data.text)"}"#.utf8)
+                return (json, response)
+            })
         _ = try await transport.value(Resource.self, for: request(url))
         _ = try await transport.refresh(request(url))
         _ = try await transport.value(Resource.self, for: request(url))

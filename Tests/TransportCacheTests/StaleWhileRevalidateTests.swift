@@ -13,12 +13,14 @@ struct StaleWhileRevalidateTests {
     /// revalidated; the loader holds every call after the first at its gate.
     func setUp(respond: @escaping TestLoader.Responder = TestLoader.ok()) -> (CachedTransport, TestLoader, TestClock) {
         let first = Locked(true)
-        let loader = TestLoader(gated: true, respond: respond, holding: { _ in
-            first.withLock { isFirst in
-                defer { isFirst = false }
-                return !isFirst
-            }
-        })
+        let loader = TestLoader(
+            gated: true, respond: respond,
+            holding: { _ in
+                first.withLock { isFirst in
+                    defer { isFirst = false }
+                    return !isFirst
+                }
+            })
         let clock = TestClock()
         let transport = makeTransport(loader: loader, clock: clock) {
             $0.maximumAge = .seconds(60)
@@ -27,7 +29,9 @@ struct StaleWhileRevalidateTests {
         return (transport, loader, clock)
     }
 
-    @Test("20 concurrent requests in the window return at once while the origin is held, with one background fetch, then updated")
+    @Test(
+        "20 concurrent requests in the window return at once while the origin is held, with one background fetch, then updated"
+    )
     func twentyInTheWindow() async throws {
         let (transport, loader, clock) = setUp()
         let (stored, _) = try await transport.data(for: request(url))

@@ -163,8 +163,10 @@ struct StorageTests {
     func nothingOnDisk() async throws {
         // Foundation's URLCache writes below this folder; the rest of the caches directory belongs
         // to other programs (a package manager running beside the tests writes there too).
-        let caches = try FileManager.default.url(for: .cachesDirectory, in: .userDomainMask, appropriateFor: nil, create: false)
-            .appendingPathComponent("org.swift.foundation.URLCache")
+        let caches = try FileManager.default.url(
+            for: .cachesDirectory, in: .userDomainMask, appropriateFor: nil, create: false
+        )
+        .appendingPathComponent("org.swift.foundation.URLCache")
         let before = Self.files(under: caches)
         let loader = TestLoader(respond: TestLoader.body(size: 4_096))
         let transport = makeTransport(loader: loader)
@@ -187,11 +189,15 @@ struct StorageTests {
 
     /// Regular files below `directory`.
     static func files(under directory: URL) -> Set<String> {
-        guard let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: [.isRegularFileKey]) else {
+        guard
+            let enumerator = FileManager.default.enumerator(
+                at: directory, includingPropertiesForKeys: [.isRegularFileKey])
+        else {
             return []
         }
         var files = Set<String>()
-        for case let url as URL in enumerator where (try? url.resourceValues(forKeys: [.isRegularFileKey]))?.isRegularFile == true {
+        for case let url as URL in enumerator
+        where (try? url.resourceValues(forKeys: [.isRegularFileKey]))?.isRegularFile == true {
             files.insert(url.path)
         }
         return files

@@ -50,8 +50,8 @@ struct ValueBoundTests {
         let c = Self.uncomparableDecoder()
         let first = try await transport.value(Feed.self, for: request(url), decoder: a)
         _ = try await transport.value(Feed.self, for: request(url), decoder: b)
-        _ = try await transport.value(Feed.self, for: request(url), decoder: a)   // a is now the most recent
-        _ = try await transport.value(Feed.self, for: request(url), decoder: c)   // drops b
+        _ = try await transport.value(Feed.self, for: request(url), decoder: a)  // a is now the most recent
+        _ = try await transport.value(Feed.self, for: request(url), decoder: c)  // drops b
         #expect(transport.statistics.decodes == 3)
         let again = try await transport.value(Feed.self, for: request(url), decoder: a)
         #expect(again === first)

@@ -95,12 +95,14 @@ struct ValueSharingTests {
     func keyStrategiesApart() async throws {
         let transport = makeTransport(loader: fixedLoader(#"{"item_name":"lamp"}"#))
         let plain = try await transport.value(Named.self, for: request(url), decoder: JSONDecoder())
-        let snake = try await transport.value(Named.self, for: request(url), decoder: jsonDecoder { $0.keyDecodingStrategy = .convertFromSnakeCase })
+        let snake = try await transport.value(
+            Named.self, for: request(url), decoder: jsonDecoder { $0.keyDecodingStrategy = .convertFromSnakeCase })
         #expect(plain.itemName == nil)
         #expect(snake.itemName == "lamp")
         // New decoders with each setting find their own value again.
         let plainAgain = try await transport.value(Named.self, for: request(url), decoder: JSONDecoder())
-        let snakeAgain = try await transport.value(Named.self, for: request(url), decoder: jsonDecoder { $0.keyDecodingStrategy = .convertFromSnakeCase })
+        let snakeAgain = try await transport.value(
+            Named.self, for: request(url), decoder: jsonDecoder { $0.keyDecodingStrategy = .convertFromSnakeCase })
         #expect(plainAgain === plain)
         #expect(snakeAgain === snake)
         #expect(transport.statistics.decodes == 2)
@@ -109,16 +111,21 @@ struct ValueSharingTests {
     @Test("decoders with different date strategies never share a value")
     func dateStrategiesApart() async throws {
         let transport = makeTransport(loader: fixedLoader(#"{"at":1000}"#))
-        let strategies: [JSONDecoder.DateDecodingStrategy] = [.deferredToDate, .secondsSince1970, .millisecondsSince1970]
+        let strategies: [JSONDecoder.DateDecodingStrategy] = [
+            .deferredToDate, .secondsSince1970, .millisecondsSince1970,
+        ]
         var first: [Stamp] = []
         for strategy in strategies {
-            first.append(try await transport.value(Stamp.self, for: request(url), decoder: jsonDecoder { $0.dateDecodingStrategy = strategy }))
+            first.append(
+                try await transport.value(
+                    Stamp.self, for: request(url), decoder: jsonDecoder { $0.dateDecodingStrategy = strategy }))
         }
         #expect(Set(first.map(\.at)).count == 3)
         #expect(first[1].at == Date(timeIntervalSince1970: 1000))
         #expect(first[2].at == Date(timeIntervalSince1970: 1))
         for (index, strategy) in strategies.enumerated() {
-            let again = try await transport.value(Stamp.self, for: request(url), decoder: jsonDecoder { $0.dateDecodingStrategy = strategy })
+            let again = try await transport.value(
+                Stamp.self, for: request(url), decoder: jsonDecoder { $0.dateDecodingStrategy = strategy })
             #expect(again === first[index])
         }
         #expect(transport.statistics.decodes == 3)
@@ -132,8 +139,20 @@ struct ValueSharingTests {
         ("dates in milliseconds", { $0.dateDecodingStrategy = .millisecondsSince1970 }),
         ("ISO 8601 dates", { $0.dateDecodingStrategy = .iso8601 }),
         ("data left to Data", { $0.dataDecodingStrategy = .deferredToData }),
-        ("floats from strings", { $0.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "+", negativeInfinity: "-", nan: "n") }),
-        ("floats from other strings", { $0.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan") }),
+        (
+            "floats from strings",
+            {
+                $0.nonConformingFloatDecodingStrategy = .convertFromString(
+                    positiveInfinity: "+", negativeInfinity: "-", nan: "n")
+            }
+        ),
+        (
+            "floats from other strings",
+            {
+                $0.nonConformingFloatDecodingStrategy = .convertFromString(
+                    positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+            }
+        ),
         ("JSON5", { $0.allowsJSON5 = true }),
         ("top-level dictionary assumed", { $0.assumesTopLevelDictionary = true }),
     ]
@@ -144,9 +163,13 @@ struct ValueSharingTests {
         let again = Self.comparedSettings.map { DecodedValueKey(Feed.self, decoder: jsonDecoder($0.configure)) }
         #expect(keys == again)
         #expect(Set(keys).count == Self.comparedSettings.count)
-        #expect(Self.comparedSettings.indices.filter { keys[$0].settings.isInstance }.map { Self.comparedSettings[$0].name } == [])
+        #expect(
+            Self.comparedSettings.indices.filter { keys[$0].settings.isInstance }.map { Self.comparedSettings[$0].name }
+                == [])
         #expect(!keys.contains(DecodedValueKey(Feed.self, decoder: PropertyListDecoder())))
-        #expect(DecodedValueKey(Feed.self, decoder: JSONDecoder()) != DecodedValueKey(FeedNames.self, decoder: JSONDecoder()))
+        #expect(
+            DecodedValueKey(Feed.self, decoder: JSONDecoder())
+                != DecodedValueKey(FeedNames.self, decoder: JSONDecoder()))
     }
 
     /// Decoders whose settings cannot be compared.
@@ -159,7 +182,9 @@ struct ValueSharingTests {
         "a subclass": { JSONDecoderSubclass() },
     ]
 
-    @Test("a decoder whose settings cannot be compared is kept apart, per instance", arguments: uncomparable.keys.sorted())
+    @Test(
+        "a decoder whose settings cannot be compared is kept apart, per instance", arguments: uncomparable.keys.sorted()
+    )
     func uncomparableKeptApart(kind: String) async throws {
         let make = try #require(Self.uncomparable[kind])
         let transport = makeTransport(loader: feedLoader(Locked(1)))
@@ -192,7 +217,8 @@ struct ValueSharingTests {
     @Test("property list decoders with empty user info share one value")
     func propertyListDecodersShare() async throws {
         let body = try PropertyListEncoder().encode(FeedBody(items: [.init(id: 4, name: "four")]))
-        let transport = makeTransport(loader: TestLoader { request, _ in (body, TestLoader.response(for: request, status: 200)) })
+        let transport = makeTransport(
+            loader: TestLoader { request, _ in (body, TestLoader.response(for: request, status: 200)) })
         let a = try await transport.value(Feed.self, for: request(url), decoder: PropertyListDecoder())
         let b = try await transport.value(Feed.self, for: request(url), decoder: PropertyListDecoder())
         let json = await thrownError { try await transport.value(Feed.self, for: request(url), decoder: JSONDecoder()) }

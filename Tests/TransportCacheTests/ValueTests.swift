@@ -206,7 +206,8 @@ struct ValueTests {
         let decoder = CountingDecoder()
         _ = try await transport.value(Feed.self, for: request(url), decoder: decoder)
         version.withLock { $0 = 2 }
-        let reloaded = try await transport.value(Feed.self, for: request(url, policy: .reloadIgnoringLocalCacheData), decoder: decoder)
+        let reloaded = try await transport.value(
+            Feed.self, for: request(url, policy: .reloadIgnoringLocalCacheData), decoder: decoder)
         let hit = try await transport.value(Feed.self, for: request(url), decoder: decoder)
         #expect(reloaded.version == 2)
         #expect(reloaded === hit)

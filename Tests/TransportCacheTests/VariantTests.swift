@@ -13,7 +13,10 @@ struct VariantTests {
     static func flavored() -> TestLoader {
         TestLoader { request, call in
             let flavor = request.value(forHTTPHeaderField: "X-Flavor") ?? "-"
-            return (Data("flavor=\(flavor) call=\(call)".utf8), TestLoader.response(for: request, status: 200, headers: ["Vary": "X-Flavor"]))
+            return (
+                Data("flavor=\(flavor) call=\(call)".utf8),
+                TestLoader.response(for: request, status: 200, headers: ["Vary": "X-Flavor"])
+            )
         }
     }
 

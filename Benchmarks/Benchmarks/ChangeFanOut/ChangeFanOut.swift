@@ -43,7 +43,8 @@ let benchmarks: @Sendable () -> Void = {
     let subscriberCount = 1_000
     Benchmark(
         "Fan-out: one invalidation to \(subscriberCount) subscribers",
-        configuration: .init(metrics: [.wallClock], maxDuration: .seconds(isSmokeRun ? 1 : 10), maxIterations: isSmokeRun ? 3 : 200)
+        configuration: .init(
+            metrics: [.wallClock], maxDuration: .seconds(isSmokeRun ? 1 : 10), maxIterations: isSmokeRun ? 3 : 200)
     ) { benchmark in
         let transport = CachedTransport()
         let countdown = Countdown(subscriberCount)

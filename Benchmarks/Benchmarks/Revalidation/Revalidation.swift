@@ -18,7 +18,9 @@ private let origin = Shared<LoopbackOrigin>()
 private let transport = Shared<CachedTransport>()
 private let bodySize = 200 * 1024
 
-private func start(query: String = "", _ configure: (inout CachedTransport.Configuration) -> Void = { _ in }) async throws -> URLRequest {
+private func start(query: String = "", _ configure: (inout CachedTransport.Configuration) -> Void = { _ in })
+    async throws -> URLRequest
+{
     let started = try await LoopbackOrigin.start()
     origin.value = started
     var configuration = CachedTransport.Configuration()
@@ -54,23 +56,23 @@ let benchmarks: @Sendable () -> Void = {
         maxIterations: isSmokeRun ? 2 : 30
     )
     for (link, query, configuration) in [("", "", refresh), (" over a 10 Mbit/s link", "&kbps=10000", slowLink)] {
-    for conditional in [true, false] {
-        let label = conditional ? "conditional (304)" : "full refetch"
-        Benchmark("Refresh: unchanged 200 KB body\(link), \(label)", configuration: configuration) { benchmark in
-            let request = primed.value
-            let transport = transport.value
-            let before = await origin.value.bodyBytesSent
-            benchmark.startMeasurement()
-            let (data, _) = try await Task.detached { try await transport.refresh(request) }.value
-            benchmark.stopMeasurement()
-            precondition(data.count == bodySize)
-            benchmark.measurement(.custom("bodyBytesReceived"), await origin.value.bodyBytesSent - before)
-        } setup: {
-            primed.value = try await start(query: query) { $0.usesConditionalRequests = conditional }
-        } teardown: {
-            try await stop()
+        for conditional in [true, false] {
+            let label = conditional ? "conditional (304)" : "full refetch"
+            Benchmark("Refresh: unchanged 200 KB body\(link), \(label)", configuration: configuration) { benchmark in
+                let request = primed.value
+                let transport = transport.value
+                let before = await origin.value.bodyBytesSent
+                benchmark.startMeasurement()
+                let (data, _) = try await Task.detached { try await transport.refresh(request) }.value
+                benchmark.stopMeasurement()
+                precondition(data.count == bodySize)
+                benchmark.measurement(.custom("bodyBytesReceived"), await origin.value.bodyBytesSent - before)
+            } setup: {
+                primed.value = try await start(query: query) { $0.usesConditionalRequests = conditional }
+            } teardown: {
+                try await stop()
+            }
         }
-    }
     }
 
     let perAnswer = Benchmark.Configuration(

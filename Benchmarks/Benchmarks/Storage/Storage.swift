@@ -62,7 +62,8 @@ let benchmarks: @Sendable () -> Void = {
         let keys = isSmokeRun ? 1_000 : 100_000
         try await prime(transport, with: requests(on: origin.value, count: keys, path: "/budget"), width: 12)
         let statistics = transport.statistics
-        benchmark.measurement(.custom("bytesHeldPercentOfCapacity"), statistics.bytesHeld * 100 / configuration.memoryCapacity)
+        benchmark.measurement(
+            .custom("bytesHeldPercentOfCapacity"), statistics.bytesHeld * 100 / configuration.memoryCapacity)
         benchmark.measurement(.custom("evictions"), statistics.evictions)
     } setup: {
         try await start()

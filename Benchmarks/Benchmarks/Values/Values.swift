@@ -95,7 +95,9 @@ let benchmarks: @Sendable () -> Void = {
     // The idiom most code writes: a new decoder on every call. Decoders with equal settings
     // share the decoded value, so this is a hit too, plus making the decoder and reading its
     // settings.
-    Benchmark("Values: value(_:for:decoder: JSONDecoder()) hit, new decoder per call, 20 articles", configuration: perCall) { benchmark in
+    Benchmark(
+        "Values: value(_:for:decoder: JSONDecoder()) hit, new decoder per call, 20 articles", configuration: perCall
+    ) { benchmark in
         let transport = transport.value
         let iterations = benchmark.scaledIterations
         benchmark.startMeasurement()

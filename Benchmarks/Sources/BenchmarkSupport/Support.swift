@@ -32,7 +32,12 @@ public final class Shared<Value>: @unchecked Sendable {
 
 /// GET requests for `count` distinct keys on `origin`.
 public func requests(on origin: LoopbackOrigin, count: Int, path: String = "/items") -> [URLRequest] {
-    (0..<count).map { URLRequest(url: origin.baseURL.appendingPathComponent(path).appending(queryItems: [URLQueryItem(name: "id", value: String($0))])) }
+    (0..<count).map {
+        URLRequest(
+            url: origin.baseURL.appendingPathComponent(path).appending(queryItems: [
+                URLQueryItem(name: "id", value: String($0))
+            ]))
+    }
 }
 
 /// Fetches every request once, `width` at a time, so they are stored.

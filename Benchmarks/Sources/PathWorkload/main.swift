@@ -25,7 +25,8 @@ import TransportCache
 
 let arguments = CommandLine.arguments.dropFirst()
 guard let mode = arguments.first, let count = arguments.dropFirst().first.flatMap(Int.init) else {
-    FileHandle.standardError.write(Data("usage: PathWorkload hit|dictionary|miss|plain-miss|miss-pair|coalesce|floor COUNT [ROUNDS]\n".utf8))
+    FileHandle.standardError.write(
+        Data("usage: PathWorkload hit|dictionary|miss|plain-miss|miss-pair|coalesce|floor COUNT [ROUNDS]\n".utf8))
     exit(2)
 }
 let rounds = arguments.dropFirst(2).first.flatMap(Int.init) ?? 1
@@ -48,7 +49,9 @@ func lookups(_ table: [String: Data], _ keys: [String], count: Int) async {
 }
 
 @inline(never)
-func misses(_ load: (URLRequest) async throws -> (Data, URLResponse), on origin: LoopbackOrigin, label: String, count: Int) async throws {
+func misses(
+    _ load: (URLRequest) async throws -> (Data, URLResponse), on origin: LoopbackOrigin, label: String, count: Int
+) async throws {
     for index in 0..<count {
         blackHole(try await load(URLRequest(url: origin.url("/miss?run=\(label)-\(index)"))))
     }
@@ -118,16 +121,19 @@ func run() async throws {
         let session = URLSession(configuration: .ephemeral)
         _ = try await transport.data(for: URLRequest(url: origin.url("/miss?run=warm-cached")))
         _ = try await session.data(for: URLRequest(url: origin.url("/miss?run=warm-plain")))
-        var cached: [Duration] = [], plain: [Duration] = []
+        var cached: [Duration] = []
+        var plain: [Duration] = []
         for index in 0..<count {
             let first = URLRequest(url: origin.url("/miss?run=cached-\(index)"))
             let second = URLRequest(url: origin.url("/miss?run=plain-\(index)"))
             cached.append(try await clock.measure { blackHole(try await transport.data(for: first)) })
             plain.append(try await clock.measure { blackHole(try await session.data(for: second)) })
         }
-        let medianCached = cached.sorted()[count / 2], medianPlain = plain.sorted()[count / 2]
+        let medianCached = cached.sorted()[count / 2]
+        let medianPlain = plain.sorted()[count / 2]
         let ratio = (medianCached / medianPlain).formatted(.number.precision(.fractionLength(3)))
-        FileHandle.standardError.write(Data("median miss \(medianCached), plain fetch \(medianPlain): \(ratio)x\n".utf8))
+        FileHandle.standardError.write(
+            Data("median miss \(medianCached), plain fetch \(medianPlain): \(ratio)x\n".utf8))
     case "coalesce":
         for round in 0..<rounds {
             let transport = CachedTransport()

@@ -231,7 +231,8 @@ enum OriginResponder {
         let query = request.uri.query
         let key = query.map { "\(path)?\($0)" } ?? path
         let parameters = request.uri.queryParameters
-        let extra = request.headers[.init("X-Origin-Query")!]
+        let extra =
+            request.headers[.init("X-Origin-Query")!]
             .flatMap { URLComponents(string: "?" + $0)?.queryItems } ?? []
         func parameter(_ name: String) -> String? {
             if let item = extra.last(where: { $0.name == name }) { return item.value ?? "" }
@@ -242,7 +243,8 @@ enum OriginResponder {
         let hit = await state.recordHit(key: key, path: path)
         if parameter("reset") == "1" {
             // SO_LINGER with a zero timeout makes close() send RST instead of FIN.
-            try? await (context.channel as? any SocketOptionProvider)?.setSoLinger(linger(l_onoff: 1, l_linger: 0)).get()
+            try? await (context.channel as? any SocketOptionProvider)?.setSoLinger(linger(l_onoff: 1, l_linger: 0))
+                .get()
             try? await context.channel.close()
             throw CancellationError()
         }
@@ -287,10 +289,12 @@ enum OriginResponder {
         if parameter("drop") == "1" {
             let partial = ByteBuffer(repeating: UInt8(ascii: "d"), count: 1_000)
             headers[.contentLength] = "100000"
-            return Response(status: status, headers: headers, body: ResponseBody(contentLength: 100_000) { writer in
-                try await writer.write(partial)
-                throw CancellationError()
-            })
+            return Response(
+                status: status, headers: headers,
+                body: ResponseBody(contentLength: 100_000) { writer in
+                    try await writer.write(partial)
+                    throw CancellationError()
+                })
         }
         let body: ByteBuffer
         let version = await state.version(of: path)
@@ -300,7 +304,8 @@ enum OriginResponder {
             let auth = request.headers[.authorization] ?? "-"
             let cookie = request.headers[.cookie].map { " cookie=\($0)" } ?? ""
             let hitText = parameter("stable") == "1" ? "" : " hit=\(hit)"
-            body = ByteBuffer(string: "path=\(path) query=\(query ?? "") version=\(version) auth=\(auth)\(hitText)\(cookie)")
+            body = ByteBuffer(
+                string: "path=\(path) query=\(query ?? "") version=\(version) auth=\(auth)\(hitText)\(cookie)")
         }
         guard status == .ok else {
             await state.recordBodyBytes(body.readableBytes)
@@ -327,14 +332,18 @@ enum OriginResponder {
             // A slow link: the body in 16 KB chunks, each after the time it takes at that rate.
             let chunk = 16 * 1024
             let pause = Duration.microseconds(Int64(chunk) * 8 * 1_000 / Int64(rate))
-            return Response(status: status, headers: headers, body: ResponseBody(contentLength: body.readableBytes) { writer in
-                var remaining = body
-                while let part = remaining.readSlice(length: min(chunk, remaining.readableBytes)), part.readableBytes > 0 {
-                    try await Task.sleep(for: pause)
-                    try await writer.write(part)
-                }
-                try await writer.finish(nil)
-            })
+            return Response(
+                status: status, headers: headers,
+                body: ResponseBody(contentLength: body.readableBytes) { writer in
+                    var remaining = body
+                    while let part = remaining.readSlice(length: min(chunk, remaining.readableBytes)),
+                        part.readableBytes > 0
+                    {
+                        try await Task.sleep(for: pause)
+                        try await writer.write(part)
+                    }
+                    try await writer.finish(nil)
+                })
         }
         return Response(status: status, headers: headers, body: .init(byteBuffer: body))
     }
@@ -353,7 +362,8 @@ struct Validators {
             hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
         }
         entityTag = which == nil || which == "etag" ? "\"\(String(hash, radix: 16))\"" : nil
-        lastModified = which == nil || which == "last-modified"
+        lastModified =
+            which == nil || which == "last-modified"
             ? Date(timeIntervalSince1970: 1_700_000_000 + Double(version) * 86_400) : nil
     }
 

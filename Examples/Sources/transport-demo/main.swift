@@ -26,7 +26,8 @@ func plainSession() -> URLSession {
 extension Data {
     /// The `version=N` part of an origin body.
     var version: String {
-        String(decoding: self, as: UTF8.self).split(separator: " ").first { $0.hasPrefix("version=") }.map(String.init) ?? "?"
+        String(decoding: self, as: UTF8.self).split(separator: " ").first { $0.hasPrefix("version=") }.map(String.init)
+            ?? "?"
     }
 }
 
@@ -43,11 +44,12 @@ func concurrently(_ count: Int, _ body: @escaping @Sendable () async throws -> V
 let origin = try await LoopbackOrigin.start()
 let transport = CachedTransport()
 let plain = plainSession()
-print("""
-TransportCache demo
-origin: \(origin.baseURL) (answers after \(originDelay) ms, every response Cache-Control: no-cache)
+print(
+    """
+    TransportCache demo
+    origin: \(origin.baseURL) (answers after \(originDelay) ms, every response Cache-Control: no-cache)
 
-""")
+    """)
 
 // 1. Many screens, one moment.
 let screens = 100
@@ -57,12 +59,13 @@ let cachedTime = try await concurrently(screens) { _ = try await transport.data(
 let plainTime = try await concurrently(screens) { _ = try await plain.data(from: plainArticles) }
 let cachedHits = await origin.hits("/articles?delay=\(originDelay)&client=transport")
 let plainHits = await origin.hits("/articles?delay=\(originDelay)&client=urlsession")
-print("""
-1. \(screens) screens ask for /articles at the same moment
-   CachedTransport         \(String(format: "%4d", cachedHits)) origin hit(s)   \(seconds(cachedTime))
-   URLSession + URLCache   \(String(format: "%4d", plainHits)) origin hit(s)   \(seconds(plainTime))
+print(
+    """
+    1. \(screens) screens ask for /articles at the same moment
+       CachedTransport         \(String(format: "%4d", cachedHits)) origin hit(s)   \(seconds(cachedTime))
+       URLSession + URLCache   \(String(format: "%4d", plainHits)) origin hit(s)   \(seconds(plainTime))
 
-""")
+    """)
 
 // 2. The no-cache header.
 let profile = origin.url("/profile")
@@ -75,15 +78,16 @@ _ = try await plain.data(from: plainProfile)
 _ = try await plain.data(from: plainProfile)
 let (_, cachedResponse) = try await transport.data(from: profile)
 let original = (cachedResponse as? HTTPURLResponse)?.value(forHTTPHeaderField: "X-Original-Cache-Control") ?? "-"
-print("""
-2. /profile (Cache-Control: no-cache) asked 10,001 times by CachedTransport, twice by URLSession
-   CachedTransport         \(String(format: "%4d", await origin.hits("/profile"))) origin hit(s)   \
-a memory hit takes \(String(format: "%.2f", Double(hitTime.components.attoseconds) / 1e12 / 10_000 + Double(hitTime.components.seconds) * 1e6 / 10_000)) µs in this debug build \
-(original header kept: X-Original-Cache-Control: \(original))
-   URLSession + URLCache   \(String(format: "%4d", await origin.hits("/profile?client=urlsession"))) origin hit(s)   \
-(no-cache keeps it out of the cache; on Linux URLSession never stores at all)
+print(
+    """
+    2. /profile (Cache-Control: no-cache) asked 10,001 times by CachedTransport, twice by URLSession
+       CachedTransport         \(String(format: "%4d", await origin.hits("/profile"))) origin hit(s)   \
+    a memory hit takes \(String(format: "%.2f", Double(hitTime.components.attoseconds) / 1e12 / 10_000 + Double(hitTime.components.seconds) * 1e6 / 10_000)) µs in this debug build \
+    (original header kept: X-Original-Cache-Control: \(original))
+       URLSession + URLCache   \(String(format: "%4d", await origin.hits("/profile?client=urlsession"))) origin hit(s)   \
+    (no-cache keeps it out of the cache; on Linux URLSession never stores at all)
 
-""")
+    """)
 
 // 3. Pull to refresh: screen A refreshes, screen B hears it.
 let feed = origin.url("/feed")
@@ -98,24 +102,27 @@ let heard = Task {
     return Data()
 }
 // The server's data changes (another device posted), then screen A pulls to refresh.
-_ = try await URLSession.shared.data(for: {
-    var post = URLRequest(url: origin.url("/feed"))
-    post.httpMethod = "POST"
-    return post
-}())
+_ = try await URLSession.shared.data(
+    for: {
+        var post = URLRequest(url: origin.url("/feed"))
+        post.httpMethod = "POST"
+        return post
+    }())
 _ = try await transport.refresh(URLRequest(url: feed))
 let screenBNow = try await heard.value
-print("""
-3. Pull to refresh on screen A, after the data changed on the server
-   CachedTransport         screen B showed \(screenB.version), heard .updated and reloaded from memory: \(screenBNow.version)
-   URLSession + URLCache   nothing tells screen B; it keeps what it loaded: \(plainScreenB.version)
+print(
+    """
+    3. Pull to refresh on screen A, after the data changed on the server
+       CachedTransport         screen B showed \(screenB.version), heard .updated and reloaded from memory: \(screenBNow.version)
+       URLSession + URLCache   nothing tells screen B; it keeps what it loaded: \(plainScreenB.version)
 
-""")
+    """)
 
 let statistics = transport.statistics
-print("""
-CachedTransport statistics: \(statistics.requests) requests, \(statistics.memoryHits) memory hits, \
-\(statistics.networkFetches) network fetches, \(statistics.coalescedJoins) coalesced joins, \(statistics.stores) stores
-""")
+print(
+    """
+    CachedTransport statistics: \(statistics.requests) requests, \(statistics.memoryHits) memory hits, \
+    \(statistics.networkFetches) network fetches, \(statistics.coalescedJoins) coalesced joins, \(statistics.stores) stores
+    """)
 plain.invalidateAndCancel()
 await origin.stop()

@@ -43,7 +43,8 @@ struct Options {
 /// Fields that describe one connection, not the message (RFC 9110 section 7.6.1), and those the
 /// client side or the server side computes again.
 let connectionFields: Set<String> = [
-    "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host", "content-length",
+    "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host",
+    "content-length",
 ]
 
 let options = Options(CommandLine.arguments)
@@ -88,7 +89,10 @@ func answer(_ request: Request) async throws -> (HTTPResponse, ByteBuffer) {
     }
     let noBody = request.method == .head || http.statusCode == 204 || http.statusCode == 304 || http.statusCode < 200
     if !noBody { headers[.contentLength] = String(data.count) }
-    return (HTTPResponse(status: .init(code: http.statusCode), headerFields: headers), noBody ? ByteBuffer() : ByteBuffer(bytes: data))
+    return (
+        HTTPResponse(status: .init(code: http.statusCode), headerFields: headers),
+        noBody ? ByteBuffer() : ByteBuffer(bytes: data)
+    )
 }
 
 var logger = Logger(label: "transport-proxy")
@@ -104,5 +108,7 @@ let server = Server(
     eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
     logger: logger
 )
-print("transport-proxy on 127.0.0.1:\(options.port) -> \(options.upstream.absoluteString)\(options.httpCaching ? " (HTTP caching)" : "")")
+print(
+    "transport-proxy on 127.0.0.1:\(options.port) -> \(options.upstream.absoluteString)\(options.httpCaching ? " (HTTP caching)" : "")"
+)
 try await server.run()

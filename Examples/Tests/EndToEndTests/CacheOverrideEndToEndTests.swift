@@ -23,16 +23,18 @@ struct CacheOverrideEndToEndTests {
         return URLSession(configuration: configuration)
     }
 
-    @Test("each form that stops caching is rewritten and the original stays readable", arguments: [
-        ("cc=no-cache", "Cache-Control", "no-cache"),
-        ("cc=no-store", "Cache-Control", "no-store"),
-        ("cc=private", "Cache-Control", "private"),
-        ("cc=must-revalidate", "Cache-Control", "must-revalidate"),
-        ("cc=maxage0", "Cache-Control", "max-age=0"),
-        ("cc=none&pragma=no-cache", "Pragma", "no-cache"),
-        ("cc=none&expires=past", "Expires", "Thu, 01 Jan 1970 00:00:00 GMT"),
-        ("cc=none&vary=*", "Vary", "*"),
-    ])
+    @Test(
+        "each form that stops caching is rewritten and the original stays readable",
+        arguments: [
+            ("cc=no-cache", "Cache-Control", "no-cache"),
+            ("cc=no-store", "Cache-Control", "no-store"),
+            ("cc=private", "Cache-Control", "private"),
+            ("cc=must-revalidate", "Cache-Control", "must-revalidate"),
+            ("cc=maxage0", "Cache-Control", "max-age=0"),
+            ("cc=none&pragma=no-cache", "Pragma", "no-cache"),
+            ("cc=none&expires=past", "Expires", "Thu, 01 Jan 1970 00:00:00 GMT"),
+            ("cc=none&vary=*", "Vary", "*"),
+        ])
     func rewritten(query: String, header: String, original: String) async throws {
         try await withOrigin { origin in
             let session = session()
@@ -90,7 +92,8 @@ struct CacheOverrideEndToEndTests {
                     for worker in 0..<8 {
                         group.addTask {
                             for index in 0..<25 {
-                                let (data, _, error) = await load(request(origin.url("/m?r=\(round)&w=\(worker)&i=\(index)")), with: session)
+                                let (data, _, error) = await load(
+                                    request(origin.url("/m?r=\(round)&w=\(worker)&i=\(index)")), with: session)
                                 #expect(error == nil)
                                 #expect(data?.text.contains("query=r=\(round)&w=\(worker)&i=\(index) ") == true)
                             }

@@ -11,7 +11,9 @@ import TransportCache
 @Suite("Faults of the origin")
 struct FaultInjectionTests {
     /// A transport whose requests give up after `timeout` seconds.
-    static func transport(timeout: TimeInterval = 20, _ configure: (inout CachedTransport.Configuration) -> Void = { _ in }) -> CachedTransport {
+    static func transport(
+        timeout: TimeInterval = 20, _ configure: (inout CachedTransport.Configuration) -> Void = { _ in }
+    ) -> CachedTransport {
         var configuration = CachedTransport.Configuration()
         let session = URLSessionConfiguration.ephemeral
         session.timeoutIntervalForRequest = timeout
@@ -123,7 +125,9 @@ struct FaultInjectionTests {
 
     // MARK: - Broken connections
 
-    @Test("a body cut short (Content-Length larger than sent) reaches every caller as networkConnectionLost; nothing is stored")
+    @Test(
+        "a body cut short (Content-Length larger than sent) reaches every caller as networkConnectionLost; nothing is stored"
+    )
     func truncatedBody() async throws {
         try await withOrigin { origin in
             let transport = Self.transport()
@@ -161,8 +165,9 @@ struct FaultInjectionTests {
         }
     }
 
-    @Test("stale-if-error answers with the complete stored body when a refresh is cut short or reset",
-          arguments: ["drop=1", "reset=1"])
+    @Test(
+        "stale-if-error answers with the complete stored body when a refresh is cut short or reset",
+        arguments: ["drop=1", "reset=1"])
     func staleIfErrorCoversConnectionLoss(fault: String) async throws {
         try await withOrigin { origin in
             let transport = Self.transport { $0.staleIfError = true }
@@ -238,16 +243,17 @@ struct FaultInjectionTests {
 
     // MARK: - Malformed and contradictory cache headers
 
-    @Test("malformed or contradictory cache headers: the answer is right and, with the override on, stored",
-          arguments: [
-              "cc=max-age%3Dabc",
-              "cc=max-age%3D600&cc2=no-store",
-              "cc=no-store&cc2=max-age%3D600",
-              "cc=public,private&pragma=no-cache",
-              "expires=garbage&cc=none",
-              "expires=past&cc=max-age%3D600",
-              "cc=%2C%2C%2C&vary=%2C",
-          ])
+    @Test(
+        "malformed or contradictory cache headers: the answer is right and, with the override on, stored",
+        arguments: [
+            "cc=max-age%3Dabc",
+            "cc=max-age%3D600&cc2=no-store",
+            "cc=no-store&cc2=max-age%3D600",
+            "cc=public,private&pragma=no-cache",
+            "expires=garbage&cc=none",
+            "expires=past&cc=max-age%3D600",
+            "cc=%2C%2C%2C&vary=%2C",
+        ])
     func oddCacheHeaders(query: String) async throws {
         try await withOrigin { origin in
             let transport = Self.transport()
@@ -260,8 +266,9 @@ struct FaultInjectionTests {
         }
     }
 
-    @Test("with the override off, a no-store in either of two Cache-Control lines keeps the answer out of the store",
-          arguments: ["cc=max-age%3D600&cc2=no-store", "cc=no-store&cc2=max-age%3D600"])
+    @Test(
+        "with the override off, a no-store in either of two Cache-Control lines keeps the answer out of the store",
+        arguments: ["cc=max-age%3D600&cc2=no-store", "cc=no-store&cc2=max-age%3D600"])
     func repeatedCacheControlWithoutOverride(query: String) async throws {
         try await withOrigin { origin in
             let transport = Self.transport { $0.cacheOverride = nil }

@@ -17,7 +17,8 @@ struct HTTPCachingEndToEndTests {
             _ = try await transport.data(for: request(origin.url(path), headers: ["Cache-Control": "no-store"]))
             #expect(await origin.hits(path) == 2)
             #expect(await origin.lastRequestHeader("If-None-Match", for: path) == nil)
-            let (data, response) = try await transport.data(for: request(origin.url(path), headers: ["Cache-Control": "no-cache"]))
+            let (data, response) = try await transport.data(
+                for: request(origin.url(path), headers: ["Cache-Control": "no-cache"]))
             #expect(data == stored)
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
             #expect(await origin.notModifiedAnswers(path) == 1)

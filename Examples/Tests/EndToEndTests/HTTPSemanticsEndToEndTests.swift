@@ -48,7 +48,9 @@ struct HTTPSemanticsEndToEndTests {
         }
     }
 
-    @Test("with Last-Modified only, a refresh sends If-Modified-Since: a 304 while unchanged, the new body after a change")
+    @Test(
+        "with Last-Modified only, a refresh sends If-Modified-Since: a 304 while unchanged, the new body after a change"
+    )
     func lastModified() async throws {
         try await withOrigin { origin in
             let transport = CachedTransport()
@@ -91,7 +93,9 @@ struct HTTPSemanticsEndToEndTests {
         }
     }
 
-    @Test("20 concurrent requests in the stale window return while the origin is held, cause one background fetch, then updated")
+    @Test(
+        "20 concurrent requests in the stale window return while the origin is held, cause one background fetch, then updated"
+    )
     func staleWindow() async throws {
         try await withOrigin { origin in
             var configuration = CachedTransport.Configuration()
@@ -136,7 +140,9 @@ struct HTTPSemanticsEndToEndTests {
             _ = try await transport.data(from: origin.url(path))
             try await Task.sleep(for: .milliseconds(250))
             await origin.closeGate()
-            let waiting = Task { try await transport.data(for: request(origin.url(path), headers: ["X-Origin-Query": "gate=1"])) }
+            let waiting = Task {
+                try await transport.data(for: request(origin.url(path), headers: ["X-Origin-Query": "gate=1"]))
+            }
             await origin.waitForHits(path, count: 2)
             await origin.bumpVersion(of: "/feed")
             await origin.openGate()
@@ -154,7 +160,8 @@ struct HTTPSemanticsEndToEndTests {
             let path = "/own?stable=1"
             let (stored, first) = try await transport.data(from: origin.url(path))
             let entityTag = try #require((first as? HTTPURLResponse)?.value(forHTTPHeaderField: "ETag"))
-            let (data, response) = try await transport.data(for: request(origin.url(path), headers: ["If-None-Match": entityTag]))
+            let (data, response) = try await transport.data(
+                for: request(origin.url(path), headers: ["If-None-Match": entityTag]))
             #expect((response as? HTTPURLResponse)?.statusCode == 304)
             #expect(data.isEmpty)
             #expect(await origin.hits(path) == 2)
@@ -169,7 +176,8 @@ struct HTTPSemanticsEndToEndTests {
         try await withOrigin { origin in
             let transport = CachedTransport()
             let path = "/blob?size=1000"
-            let (part, partial) = try await transport.data(for: request(origin.url(path), headers: ["Range": "bytes=0-9"]))
+            let (part, partial) = try await transport.data(
+                for: request(origin.url(path), headers: ["Range": "bytes=0-9"]))
             #expect((partial as? HTTPURLResponse)?.statusCode == 206)
             #expect(part.count == 10)
             let (whole, response) = try await transport.data(from: origin.url(path))
@@ -220,7 +228,9 @@ struct HTTPSemanticsEndToEndTests {
             let path = "/race?stable=1"
             let (stored, _) = try await transport.data(from: origin.url(path))
             await origin.closeGate()
-            let refresh = Task { try await transport.refresh(request(origin.url(path), headers: ["X-Origin-Query": "gate=1"])) }
+            let refresh = Task {
+                try await transport.refresh(request(origin.url(path), headers: ["X-Origin-Query": "gate=1"]))
+            }
             await origin.waitForHits(path, count: 2)
             await transport.invalidate(URLRequest(url: origin.url(path)))
             await origin.openGate()

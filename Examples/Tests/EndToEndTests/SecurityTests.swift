@@ -16,7 +16,9 @@ struct SecurityTests {
             let cookies = ["session=alice", "session=bob", "session=carol", "session=alice; theme=dark"]
             await origin.closeGate()
             let callers = cookies.flatMap { cookie in
-                (0..<25).map { _ in Task { (cookie, try await transport.data(for: request(url, headers: ["Cookie": cookie])).0) } }
+                (0..<25).map { _ in
+                    Task { (cookie, try await transport.data(for: request(url, headers: ["Cookie": cookie])).0) }
+                }
             }
             // Polled with a time limit: were identities shared, fewer requests would ever arrive.
             await waitUntil { await origin.hits("/me?gate=1") == cookies.count }
@@ -107,7 +109,8 @@ struct SecurityTests {
             let callers = ["Bearer alice", "Bearer bob"].flatMap { token in
                 (0..<10).map { _ in
                     Task {
-                        let (data, response) = try await transport.data(for: request(url, headers: ["Authorization": token]))
+                        let (data, response) = try await transport.data(
+                            for: request(url, headers: ["Authorization": token]))
                         return (token, data, (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Set-Cookie"))
                     }
                 }
@@ -135,10 +138,13 @@ struct SecurityTests {
         try await withOrigin { origin in
             let transport = CachedTransport()
             for index in 0..<50 {
-                _ = try await transport.data(for: request(origin.url("/private/\(index)"), headers: ["Authorization": "Bearer \(secret)"]))
+                _ = try await transport.data(
+                    for: request(origin.url("/private/\(index)"), headers: ["Authorization": "Bearer \(secret)"]))
             }
-            _ = try await transport.data(for: request(origin.url("/private/big?size=2000000"), headers: ["Authorization": "Bearer \(secret)"]))
-            _ = try await transport.refresh(request(origin.url("/private/0"), headers: ["Authorization": "Bearer \(secret)"]))
+            _ = try await transport.data(
+                for: request(origin.url("/private/big?size=2000000"), headers: ["Authorization": "Bearer \(secret)"]))
+            _ = try await transport.refresh(
+                request(origin.url("/private/0"), headers: ["Authorization": "Bearer \(secret)"]))
             #expect(transport.statistics.entries == 51)
         }
         let home = FileManager.default.homeDirectoryForCurrentUser
@@ -162,14 +168,15 @@ struct SecurityTests {
     /// Regular files below `directory` modified at or after `date`, at most 64 MB each.
     static func files(under directory: URL, modifiedSince date: Date) -> [URL] {
         let keys: Set<URLResourceKey> = [.isRegularFileKey, .contentModificationDateKey, .fileSizeKey]
-        guard let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: Array(keys)) else {
+        guard let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: Array(keys))
+        else {
             return []
         }
         var files: [URL] = []
         for case let url as URL in enumerator {
             guard let values = try? url.resourceValues(forKeys: keys), values.isRegularFile == true,
-                  let modified = values.contentModificationDate, modified >= date.addingTimeInterval(-1),
-                  (values.fileSize ?? 0) <= 64 * 1024 * 1024
+                let modified = values.contentModificationDate, modified >= date.addingTimeInterval(-1),
+                (values.fileSize ?? 0) <= 64 * 1024 * 1024
             else { continue }
             files.append(url)
         }

@@ -30,7 +30,9 @@ struct StressTests {
         ProcessInfo.processInfo.environment["TRANSPORTCACHE_STRESS_OPERATIONS"].flatMap(Int.init) ?? 4_000
     }
 
-    @Test("16 workers, mixed operations over 1,000 keys while versions change: no stale or foreign read, every caller returns, nothing left registered, bytes within budget")
+    @Test(
+        "16 workers, mixed operations over 1,000 keys while versions change: no stale or foreign read, every caller returns, nothing left registered, bytes within budget"
+    )
     func mixedLoad() async throws {
         try await withOrigin { origin in
             var configuration = CachedTransport.Configuration()
@@ -70,13 +72,15 @@ struct StressTests {
             // Quiet now: every key, for every identity, read through the cache, is the origin's
             // current version (every bump was followed by an invalidation of its URL).
             let mismatches = await Self.verifyAll(origin: origin, transport: transport)
-            #expect(mismatches.isEmpty, "\(mismatches.count) keys differ from the origin, first: \(mismatches.prefix(5))")
+            #expect(
+                mismatches.isEmpty, "\(mismatches.count) keys differ from the origin, first: \(mismatches.prefix(5))")
             #expect(transport.pendingWork == (0, 0, 0))
 
             let statistics = transport.statistics
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             let residentAfter = ResidentMemory.current
-            print("""
+            print(
+                """
                 stress: \(completed) operations, \(Self.workers) workers, \(Self.keys) keys, \(String(format: "%.2f", seconds)) s, \
                 \(Int(Double(completed) / seconds)) ops/s; origin requests \(await origin.totalHits); \
                 fetches \(statistics.networkFetches), memory hits \(statistics.memoryHits), joins \(statistics.coalescedJoins), \
@@ -99,9 +103,13 @@ struct StressTests {
                         let current = await origin.version(of: path)
                         for identity in identities {
                             do {
-                                let body = try await transport.data(for: StressRun.request(origin.url(path), identity: identity)).0.text
+                                let body = try await transport.data(
+                                    for: StressRun.request(origin.url(path), identity: identity)
+                                ).0.text
                                 let answer = StressRun.parse(body)
-                                if answer?.version != current || answer?.path != path || answer?.auth != (identity ?? "-") {
+                                if answer?.version != current || answer?.path != path
+                                    || answer?.auth != (identity ?? "-")
+                                {
                                     mismatches.append("\(path) \(identity ?? "-"): \(body), origin at \(current)")
                                 }
                             } catch {
@@ -161,7 +169,8 @@ final class StressRun: Sendable {
         var random = SplitMix64(seed: UInt64(worker + 1))
         for _ in 0..<operations {
             // Half the operations go to 50 hot keys, so callers meet on the same key often.
-            let key = random.next() % 2 == 0
+            let key =
+                random.next() % 2 == 0
                 ? Int(random.next() % 50)
                 : Int(random.next() % UInt64(StressTests.keys))
             let identity = StressTests.identities[Int(random.next() % UInt64(StressTests.identities.count))]
@@ -235,7 +244,8 @@ final class StressRun: Sendable {
         post.httpBody = Data("bump".utf8)
         do {
             let (_, response) = try await transport.data(for: post)
-            guard let version = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "X-Version").flatMap(Int.init) else {
+            guard let version = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "X-Version").flatMap(Int.init)
+            else {
                 fail("POST /k/\(key): no X-Version")
                 return
             }
@@ -283,7 +293,7 @@ final class StressRun: Sendable {
             fields[part[..<equals]] = part[part.index(after: equals)...]
         }
         guard let path = fields["path"], let version = fields["version"].flatMap({ Int($0) }),
-              let authStart = body.range(of: " auth="), let hitStart = body.range(of: " hit=")
+            let authStart = body.range(of: " auth="), let hitStart = body.range(of: " hit=")
         else { return nil }
         return (String(path), version, String(body[authStart.upperBound..<hitStart.lowerBound]))
     }
@@ -309,8 +319,8 @@ enum ResidentMemory {
     static var current: Int? {
         #if os(Linux)
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-              let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kilobytes = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
         else { return nil }
         return kilobytes * 1024
         #else

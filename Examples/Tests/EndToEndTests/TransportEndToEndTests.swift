@@ -38,7 +38,9 @@ struct TransportEndToEndTests {
                                 let path = "/t?r=\(round)&w=\(worker)&i=\(index)"
                                 let (data, response) = try await transport.data(from: origin.url(path))
                                 #expect(data.text.contains("query=r=\(round)&w=\(worker)&i=\(index) "))
-                                #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "X-Original-Cache-Control") == "no-cache")
+                                #expect(
+                                    (response as? HTTPURLResponse)?.value(
+                                        forHTTPHeaderField: "X-Original-Cache-Control") == "no-cache")
                             }
                         }
                     }
@@ -69,8 +71,12 @@ struct TransportEndToEndTests {
             let transport = CachedTransport()
             let url = origin.url("/me?gate=1")
             await origin.closeGate()
-            let alice = (0..<50).map { _ in Task { try await transport.data(for: request(url, headers: ["Authorization": "Bearer alice"])) } }
-            let bob = (0..<50).map { _ in Task { try await transport.data(for: request(url, headers: ["Authorization": "Bearer bob"])) } }
+            let alice = (0..<50).map { _ in
+                Task { try await transport.data(for: request(url, headers: ["Authorization": "Bearer alice"])) }
+            }
+            let bob = (0..<50).map { _ in
+                Task { try await transport.data(for: request(url, headers: ["Authorization": "Bearer bob"])) }
+            }
             await origin.waitForHits("/me?gate=1", count: 2)
             await waitUntil { transport.statistics.coalescedJoins == 98 }
             await origin.openGate()

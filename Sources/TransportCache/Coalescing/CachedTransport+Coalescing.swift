@@ -33,7 +33,9 @@ struct InFlight: Sendable {
 
     /// Starts bookkeeping for a new fetch of `request`, with `first` as its first waiter or, for a
     /// background revalidation, none.
-    mutating func begin(key: CacheKey, request: URLRequest, isReload: Bool, isBackground: Bool = false, first: Waiter?) -> (id: Int, fetch: Fetch) {
+    mutating func begin(key: CacheKey, request: URLRequest, isReload: Bool, isBackground: Bool = false, first: Waiter?)
+        -> (id: Int, fetch: Fetch)
+    {
         if let older = joinable[key] {
             // A reload supersedes a fetch that started before it: that one still answers its
             // callers but must not overwrite the newer answer.
@@ -48,7 +50,9 @@ struct InFlight: Sendable {
 
     /// Adds `waiter` to the joinable fetch for `key`, if there is one it may join.
     mutating func join(_ waiter: Waiter, key: CacheKey, isReload: Bool) -> Bool {
-        guard let fetchID = joinable[key], let fetch = fetches[fetchID], !isReload || fetch.isReload else { return false }
+        guard let fetchID = joinable[key], let fetch = fetches[fetchID], !isReload || fetch.isReload else {
+            return false
+        }
         fetch.add(waiter)
         waiterLocations[waiter.id] = fetchID
         return true
@@ -90,8 +94,11 @@ extension CachedTransport {
                         return .joined
                     }
                     // A fetch may have completed between the caller's lookup and now.
-                    if !isReload, let hit = store.answer(for: key, headers: headers, at: hasMaximumAge ? now() : nil, counting: false),
-                       !hit.revalidate {
+                    if !isReload,
+                        let hit = store.answer(
+                            for: key, headers: headers, at: hasMaximumAge ? now() : nil, counting: false),
+                        !hit.revalidate
+                    {
                         store.record { $0.memoryHits += 1 }
                         return .answered((hit.data, hit.response))
                     }
@@ -131,8 +138,8 @@ extension CachedTransport {
     /// the in-flight lock held.
     private nonisolated func outgoingRequest(for fetch: Fetch) -> URLRequest {
         guard configuration.usesConditionalRequests,
-              let entry = store.storedResponse(for: fetch.key, headers: fetch.request.allHTTPHeaderFields),
-              entry.hasValidators
+            let entry = store.storedResponse(for: fetch.key, headers: fetch.request.allHTTPHeaderFields),
+            entry.hasValidators
         else {
             fetch.revalidating = nil
             return fetch.request
@@ -176,7 +183,8 @@ extension CachedTransport {
             var result = result
             var stored = false
             if case .success(let (_, fetched)) = result, let validated = fetch.revalidating,
-               let notModified = fetched as? HTTPURLResponse, notModified.statusCode == 304 {
+                let notModified = fetched as? HTTPURLResponse, notModified.statusCode == 304
+            {
                 fetch.revalidating = nil
                 if let current = confirm(validated, for: fetch, with: notModified) {
                     result = .success((current.data, current.response))
@@ -205,14 +213,18 @@ extension CachedTransport {
                 let response = stored ? fetched : overridden(fetched)
                 if !stored {
                     let kept = fetch.storesResult && storeIfAllowed(data, response: response, for: fetch)
-                    if fetch.isBackground, fetch.storesResult, !kept { store.record { $0.failedBackgroundRevalidations += 1 } }
+                    if fetch.isBackground, fetch.storesResult, !kept {
+                        store.record { $0.failedBackgroundRevalidations += 1 }
+                    }
                 }
-                let vary = (response as? HTTPURLResponse)?.headerValue("vary")
+                let vary =
+                    (response as? HTTPURLResponse)?.headerValue("vary")
                     .map(MemoryURLCache.varyNames) ?? []
                 let leaderHeaders = fetch.request.allHTTPHeaderFields
                 for waiter in waiters {
                     if vary.isEmpty || vary.contains("*")
-                        || Self.sameValues(of: vary, in: waiter.request.allHTTPHeaderFields, and: leaderHeaders) {
+                        || Self.sameValues(of: vary, in: waiter.request.allHTTPHeaderFields, and: leaderHeaders)
+                    {
                         answers.append((waiter, .success((data, response))))
                     } else if !state.join(waiter, key: fetch.key, isReload: fetch.isReload) {
                         // Coalesced on the key, but the answer varies on a header this caller
@@ -231,7 +243,9 @@ extension CachedTransport {
     /// Takes a `304 Not Modified` for `validated`, the entry `fetch` asked about.
     /// - Returns: the entry to answer with (updated in the store when the fetch may write), or nil
     ///   when it is no longer stored.
-    private nonisolated func confirm(_ validated: StoredResponse, for fetch: Fetch, with notModified: HTTPURLResponse) -> StoredResponse? {
+    private nonisolated func confirm(_ validated: StoredResponse, for fetch: Fetch, with notModified: HTTPURLResponse)
+        -> StoredResponse?
+    {
         guard fetch.storesResult, let url = fetch.request.url else {
             // Superseded by a newer reload: the body is confirmed, but the store is not this
             // fetch's to change.
@@ -253,7 +267,8 @@ extension CachedTransport {
         guard conformsToHTTPCaching, let http = response as? HTTPURLResponse else {
             return .configured(maximumAge: maximumAge, staleWindow: staleWindow)
         }
-        return .http(of: http, requestTime: requestTime, responseTime: Date(), maximumAge: maximumAge, staleWindow: staleWindow)
+        return .http(
+            of: http, requestTime: requestTime, responseTime: Date(), maximumAge: maximumAge, staleWindow: staleWindow)
     }
 
     /// `response` as the header override presents it, when the override applies to its URL. The
@@ -268,16 +283,24 @@ extension CachedTransport {
         guard let http = response as? HTTPURLResponse else { return response }
         if conformsToHTTPCaching {
             guard let connection = http.value(forHTTPHeaderField: "Connection") else { return response }
-            let listed = Set(connection.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() })
+            let listed = Set(
+                connection.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() })
             guard let url = http.url else { return response }
-            let fields = StoredResponse.headerFields(of: http).filter { !listed.contains($0.key.lowercased()) && $0.key.lowercased() != "connection" }
-            return HTTPURLResponse(url: url, statusCode: http.statusCode, httpVersion: "HTTP/1.1", headerFields: fields) ?? response
+            let fields = StoredResponse.headerFields(of: http).filter {
+                !listed.contains($0.key.lowercased()) && $0.key.lowercased() != "connection"
+            }
+            return HTTPURLResponse(url: url, statusCode: http.statusCode, httpVersion: "HTTP/1.1", headerFields: fields)
+                ?? response
         }
-        guard let override = configuration.effectiveCacheOverride, let url = http.url, override.applies(to: url) else { return response }
+        guard let override = configuration.effectiveCacheOverride, let url = http.url, override.applies(to: url) else {
+            return response
+        }
         return override.rewritten(http)
     }
 
-    private nonisolated static func sameValues(of names: [String], in headers: [String: String]?, and other: [String: String]?) -> Bool {
+    private nonisolated static func sameValues(
+        of names: [String], in headers: [String: String]?, and other: [String: String]?
+    ) -> Bool {
         names.allSatisfy { StoredResponse.value(named: $0, in: headers) == StoredResponse.value(named: $0, in: other) }
     }
 
@@ -286,13 +309,13 @@ extension CachedTransport {
     @discardableResult
     private nonisolated func storeIfAllowed(_ data: Data, response: URLResponse, for fetch: Fetch) -> Bool {
         guard let http = response as? HTTPURLResponse,
-              configuration.storableStatusCodes.contains(http.statusCode)
+            configuration.storableStatusCodes.contains(http.statusCode)
                 // HTTP caching stores any final status that states its own freshness.
                 || (conformsToHTTPCaching && (200..<600).contains(http.statusCode) && http.statusCode != 304
                     && EntryLifetime.hasExplicitFreshness(http)),
-              // A partial answer is never the whole resource a later request wants.
-              http.statusCode != 206,
-              let url = fetch.request.url
+            // A partial answer is never the whole resource a later request wants.
+            http.statusCode != 206,
+            let url = fetch.request.url
         else { return false }
         // What the header override did not rewrite is taken at its word.
         if let vary = http.headerValue("vary"), MemoryURLCache.varyNames(vary).contains("*") {
@@ -303,7 +326,9 @@ extension CachedTransport {
         // headers) must not be handed that session. It is never stored, whatever the header
         // override says.
         if http.headerValue("set-cookie") != nil { return false }
-        if let cacheControl = http.headerValue("cache-control"), ASCII.lowercasedElements(cacheControl).contains("no-store") {
+        if let cacheControl = http.headerValue("cache-control"),
+            ASCII.lowercasedElements(cacheControl).contains("no-store")
+        {
             return false
         }
         let outcome = store.store(
@@ -321,11 +346,13 @@ extension CachedTransport {
 
     /// The stored entry for `key`, marked stale, when stale-if-error is on and `error` is a
     /// connectivity failure.
-    private nonisolated func staleAnswer(for key: CacheKey, request: URLRequest, after error: any Error) -> (Data, URLResponse)? {
+    private nonisolated func staleAnswer(for key: CacheKey, request: URLRequest, after error: any Error) -> (
+        Data, URLResponse
+    )? {
         guard configuration.staleIfError,
-              let error = error as? URLError, Self.connectivityErrors.contains(error.code),
-              let stored = store.storedResponse(for: key, headers: request.allHTTPHeaderFields),
-              !stored.mustRevalidate
+            let error = error as? URLError, Self.connectivityErrors.contains(error.code),
+            let stored = store.storedResponse(for: key, headers: request.allHTTPHeaderFields),
+            !stored.mustRevalidate
         else { return nil }
         store.record { $0.staleAnswers += 1 }
         return (stored.data, StoredResponse.marked(stored.response, value: String(error.code.rawValue)))
@@ -340,7 +367,7 @@ extension CachedTransport {
     private nonisolated func cancelWaiter(_ waiterID: Int) {
         let (waiter, load) = inFlight.withLock { state -> (Waiter?, (any NetworkLoad)?) in
             guard let fetchID = state.waiterLocations.removeValue(forKey: waiterID),
-                  let fetch = state.fetches[fetchID], let waiter = fetch.remove(waiterID)
+                let fetch = state.fetches[fetchID], let waiter = fetch.remove(waiterID)
             else { return (nil, nil) }
             // A background revalidation runs on without callers: it brings the entry up to date.
             guard !fetch.hasWaiters, !fetch.isBackground else { return (waiter, nil) }

@@ -12,7 +12,9 @@ final class MemoryPressureObserver: @unchecked Sendable {
     private let sources: [any DispatchSourceMemoryPressure]
 
     init(handler: @escaping @Sendable (MemoryPressure) -> Void) {
-        let levels: [(DispatchSource.MemoryPressureEvent, MemoryPressure)] = [(.warning, .warning), (.critical, .critical)]
+        let levels: [(DispatchSource.MemoryPressureEvent, MemoryPressure)] = [
+            (.warning, .warning), (.critical, .critical),
+        ]
         sources = levels.map { event, pressure in
             let source = DispatchSource.makeMemoryPressureSource(eventMask: event, queue: .global(qos: .utility))
             source.setEventHandler { handler(pressure) }

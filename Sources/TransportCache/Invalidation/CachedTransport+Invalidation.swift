@@ -10,7 +10,9 @@ extension CachedTransport {
     /// its (possibly stale) answer into the store, and later requests do not join it.
     public func invalidate(_ request: URLRequest) {
         guard let url = request.url,
-              let key = CacheKey(method: request.httpMethod ?? "GET", url: url, headers: request.allHTTPHeaderFields, keyHeaders: keyHeaders)
+            let key = CacheKey(
+                method: request.httpMethod ?? "GET", url: url, headers: request.allHTTPHeaderFields,
+                keyHeaders: keyHeaders)
         else { return }
         inFlight.withLock { state in
             state.detach { $0 == key }
@@ -46,11 +48,11 @@ extension CachedTransport {
         if let target = URLNormalization.normalized(url) { targets.insert(target) }
         for field in ["Location", "Content-Location"] {
             guard let value = response.value(forHTTPHeaderField: field),
-                  let location = URL(string: value, relativeTo: url),
-                  location.host?.lowercased() == url.host?.lowercased(),
-                  location.scheme?.lowercased() == url.scheme?.lowercased(),
-                  location.port == url.port,
-                  let normalized = URLNormalization.normalized(location.absoluteURL)
+                let location = URL(string: value, relativeTo: url),
+                location.host?.lowercased() == url.host?.lowercased(),
+                location.scheme?.lowercased() == url.scheme?.lowercased(),
+                location.port == url.port,
+                let normalized = URLNormalization.normalized(location.absoluteURL)
             else { continue }
             targets.insert(normalized)
         }

@@ -18,7 +18,8 @@ protocol NetworkLoading: Sendable {
     /// from where it arrives implements this directly: then the answer reaches the transport
     /// without first waking a task.
     /// - Returns: what cancels the load; a cancelled load completes with an error.
-    func start(_ request: URLRequest, completion: @escaping @Sendable (Result<(Data, URLResponse), any Error>) -> Void) -> any NetworkLoad
+    func start(_ request: URLRequest, completion: @escaping @Sendable (Result<(Data, URLResponse), any Error>) -> Void)
+        -> any NetworkLoad
 }
 
 /// A load in progress.
@@ -28,14 +29,17 @@ protocol NetworkLoad: Sendable {
 }
 
 extension NetworkLoading {
-    func start(_ request: URLRequest, completion: @escaping @Sendable (Result<(Data, URLResponse), any Error>) -> Void) -> any NetworkLoad {
-        TaskLoad(task: Task {
-            do {
-                completion(.success(try await load(request)))
-            } catch {
-                completion(.failure(error))
-            }
-        })
+    func start(_ request: URLRequest, completion: @escaping @Sendable (Result<(Data, URLResponse), any Error>) -> Void)
+        -> any NetworkLoad
+    {
+        TaskLoad(
+            task: Task {
+                do {
+                    completion(.success(try await load(request)))
+                } catch {
+                    completion(.failure(error))
+                }
+            })
     }
 }
 

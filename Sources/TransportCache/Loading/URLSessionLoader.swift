@@ -3,7 +3,6 @@ import Foundation
 import FoundationNetworking
 #endif
 
-
 /// Loads through a `URLSession` of the transport's own, with no cache and no cookie storage.
 ///
 /// The session has no `URLCache` because the transport owns every caching decision: on Linux a
@@ -23,7 +22,8 @@ final class URLSessionLoader: NetworkLoading {
     init(configuration: URLSessionConfiguration, cacheOverride: CacheOverride?) {
         let configuration = CacheOverrideURLProtocol.innerConfiguration(from: configuration)
         if let cacheOverride {
-            let route = TransportOverrideURLProtocol.Route(override: cacheOverride, session: URLSession(configuration: configuration))
+            let route = TransportOverrideURLProtocol.Route(
+                override: cacheOverride, session: URLSession(configuration: configuration))
             overrideRoute = (TransportOverrideURLProtocol.register(route), route)
             configuration.protocolClasses = [TransportOverrideURLProtocol.self] + (configuration.protocolClasses ?? [])
         } else {
@@ -44,7 +44,9 @@ final class URLSessionLoader: NetworkLoading {
         }
     }
 
-    func start(_ request: URLRequest, completion: @escaping @Sendable (Result<(Data, URLResponse), any Error>) -> Void) -> any NetworkLoad {
+    func start(_ request: URLRequest, completion: @escaping @Sendable (Result<(Data, URLResponse), any Error>) -> Void)
+        -> any NetworkLoad
+    {
         let handle = TaskHandle(session: session)
         begin(request, handle: handle, completion: completion)
         return handle
@@ -68,7 +70,10 @@ final class URLSessionLoader: NetworkLoading {
     /// completion, which corelibs reaches only after two more queue hops, then finds it answered.
     /// Without the override, or when the protocol had nothing to hand over (an error before its
     /// fetch, a cancellation), the session's completion answers.
-    private func begin(_ request: URLRequest, handle: TaskHandle, completion: @escaping @Sendable (Result<(Data, URLResponse), any Error>) -> Void) {
+    private func begin(
+        _ request: URLRequest, handle: TaskHandle,
+        completion: @escaping @Sendable (Result<(Data, URLResponse), any Error>) -> Void
+    ) {
         var tagged = request
         tagged.cachePolicy = .reloadIgnoringLocalCacheData
         if let routeValue {
@@ -90,7 +95,9 @@ final class URLSessionLoader: NetworkLoading {
     }
 
     /// What a data task's completion handler received, as the transport takes it.
-    static func result(data: Data?, response: URLResponse?, error: (any Error)?) -> Result<(Data, URLResponse), any Error> {
+    static func result(data: Data?, response: URLResponse?, error: (any Error)?) -> Result<
+        (Data, URLResponse), any Error
+    > {
         if let error { return .failure(normalized(error)) }
         guard let response else { return .failure(URLError(.badServerResponse)) }
         return .success((data ?? Data(), response))

@@ -47,9 +47,14 @@ struct CacheControl: Sendable, Equatable {
             case "max-age": if maxAge == nil { maxAge = Self.seconds(argument) }
             case "s-maxage": if sharedMaxAge == nil { sharedMaxAge = Self.seconds(argument) }
             case "max-stale":
-                if argument == nil { acceptsAnyStaleness = true } else if maxStale == nil { maxStale = Self.seconds(argument) }
+                if argument == nil {
+                    acceptsAnyStaleness = true
+                } else if maxStale == nil {
+                    maxStale = Self.seconds(argument)
+                }
             case "min-fresh": if minFresh == nil { minFresh = Self.seconds(argument) }
-            case "stale-while-revalidate": if staleWhileRevalidate == nil { staleWhileRevalidate = Self.seconds(argument) }
+            case "stale-while-revalidate":
+                if staleWhileRevalidate == nil { staleWhileRevalidate = Self.seconds(argument) }
             case "stale-if-error": if staleIfError == nil { staleIfError = Self.seconds(argument) }
             // `no-cache="field"` limits reuse of those fields; a private cache may treat it as
             // plain `no-cache`, which is the cautious reading (and the same for `private=`).
@@ -95,7 +100,9 @@ struct CacheControl: Sendable, Equatable {
 
     /// `delta-seconds` (RFC 9111 section 1.2.2): digits only; an overflowing value is the largest.
     private static func seconds(_ argument: String?) -> Seconds {
-        guard let argument, !argument.isEmpty, argument.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return .invalid }
+        guard let argument, !argument.isEmpty, argument.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+            return .invalid
+        }
         return .value(Int(argument) ?? Int(Int32.max))
     }
 }

@@ -123,8 +123,8 @@ enum URLNormalization {
         let string = url.absoluteString
         if isNormalized(string, httpOnly: httpOnly) { return string }
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true),
-              let scheme = components.scheme?.lowercased(),
-              !httpOnly || scheme == "http" || scheme == "https"
+            let scheme = components.scheme?.lowercased(),
+            !httpOnly || scheme == "http" || scheme == "https"
         else { return nil }
         components.scheme = scheme
         if let host = components.percentEncodedHost { components.percentEncodedHost = host.lowercased() }
@@ -155,14 +155,18 @@ enum URLNormalization {
         // Scheme: lowercase letters, digits, "+", "-", "." up to "://".
         while index < count, bytes[index] != UInt8(ascii: ":") {
             let byte = bytes[index]
-            guard (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: "+")
-                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") else { return false }
+            guard
+                (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: "+")
+                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+            else { return false }
             index += 1
         }
         let schemeLength = index
-        guard schemeLength > 0, index + 3 <= count, bytes[index + 1] == UInt8(ascii: "/"), bytes[index + 2] == UInt8(ascii: "/")
+        guard schemeLength > 0, index + 3 <= count, bytes[index + 1] == UInt8(ascii: "/"),
+            bytes[index + 2] == UInt8(ascii: "/")
         else { return false }
-        let isHTTP = schemeLength >= 4 && bytes[0] == UInt8(ascii: "h") && bytes[1] == UInt8(ascii: "t")
+        let isHTTP =
+            schemeLength >= 4 && bytes[0] == UInt8(ascii: "h") && bytes[1] == UInt8(ascii: "t")
             && bytes[2] == UInt8(ascii: "t") && bytes[3] == UInt8(ascii: "p")
             && (schemeLength == 4 || (schemeLength == 5 && bytes[4] == UInt8(ascii: "s")))
         if httpOnly && !isHTTP { return false }
@@ -183,9 +187,15 @@ enum URLNormalization {
             let portLength = index - portStart
             if portLength == 0 { return false }
             if isHTTP, schemeLength == 4, portLength == 2,
-               bytes[portStart] == UInt8(ascii: "8"), bytes[portStart + 1] == UInt8(ascii: "0") { return false }
+                bytes[portStart] == UInt8(ascii: "8"), bytes[portStart + 1] == UInt8(ascii: "0")
+            {
+                return false
+            }
             if isHTTP, schemeLength == 5, portLength == 3, bytes[portStart] == UInt8(ascii: "4"),
-               bytes[portStart + 1] == UInt8(ascii: "4"), bytes[portStart + 2] == UInt8(ascii: "3") { return false }
+                bytes[portStart + 1] == UInt8(ascii: "4"), bytes[portStart + 2] == UInt8(ascii: "3")
+            {
+                return false
+            }
         }
         // No fragment anywhere after the authority.
         while index < count {

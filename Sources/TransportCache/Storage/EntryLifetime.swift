@@ -40,7 +40,8 @@ struct EntryLifetime: Sendable {
         staleWindow: Duration?
     ) -> EntryLifetime {
         let cacheControl = CacheControl(response.value(forHTTPHeaderField: "Cache-Control"))
-        let pragmaNoCache = cacheControl == CacheControl()
+        let pragmaNoCache =
+            cacheControl == CacheControl()
             && response.value(forHTTPHeaderField: "Pragma")?.lowercased().contains("no-cache") == true
         let date = response.value(forHTTPHeaderField: "Date").flatMap(HTTPDate.parse) ?? responseTime
         var lifetime: TimeInterval
@@ -51,7 +52,8 @@ struct EntryLifetime: Sendable {
         } else if let expires = response.value(forHTTPHeaderField: "Expires") {
             lifetime = HTTPDate.parse(expires).map { max(0, $0.timeIntervalSince(date)) } ?? 0
         } else if heuristicStatuses.contains(response.statusCode),
-                  let lastModified = response.value(forHTTPHeaderField: "Last-Modified").flatMap(HTTPDate.parse) {
+            let lastModified = response.value(forHTTPHeaderField: "Last-Modified").flatMap(HTTPDate.parse)
+        {
             lifetime = max(0, date.timeIntervalSince(lastModified)) / 10
         } else {
             lifetime = 0
@@ -64,13 +66,14 @@ struct EntryLifetime: Sendable {
         let initialAge = max(apparentAge, ageValue + responseDelay)
 
         let mustRevalidate = cacheControl.noCache || cacheControl.mustRevalidate || pragmaNoCache
-        let window: Duration? = if mustRevalidate {
-            nil
-        } else if let directive = cacheControl.staleWhileRevalidate?.seconds {
-            .seconds(directive)
-        } else {
-            staleWindow
-        }
+        let window: Duration? =
+            if mustRevalidate {
+                nil
+            } else if let directive = cacheControl.staleWhileRevalidate?.seconds {
+                .seconds(directive)
+            } else {
+                staleWindow
+            }
         return EntryLifetime(
             freshFor: .milliseconds(Int64(((lifetime - initialAge) * 1000).rounded(.down))),
             staleWindow: window,

@@ -3,7 +3,6 @@ import Foundation
 import FoundationNetworking
 #endif
 
-
 /// The memory-only `URLCache` behind ``CachedTransport``.
 ///
 /// It replaces the platform cache's storage wholesale, because on Linux that storage keys by host
@@ -62,7 +61,8 @@ final class MemoryURLCache: URLCache, @unchecked Sendable {
         // corelibs creates the folder it is given (or a default one under the user's cache
         // directory when given nil). The temporary directory already exists, so nothing new is
         // made; and no method that would touch it is left un-overridden.
-        super.init(memoryCapacity: memoryCapacity, diskCapacity: 0, diskPath: FileManager.default.temporaryDirectory.path)
+        super.init(
+            memoryCapacity: memoryCapacity, diskCapacity: 0, diskPath: FileManager.default.temporaryDirectory.path)
         #else
         super.init(memoryCapacity: memoryCapacity, diskCapacity: 0, directory: nil)
         #endif
@@ -286,13 +286,15 @@ final class MemoryURLCache: URLCache, @unchecked Sendable {
     static func updated(_ stored: URLResponse, from notModified: HTTPURLResponse) -> URLResponse {
         guard let http = stored as? HTTPURLResponse, let url = http.url else { return stored }
         var fields = StoredResponse.headerFields(of: http)
-        for (name, value) in StoredResponse.headerFields(of: notModified) where !headersKeptOn304.contains(name.lowercased()) {
+        for (name, value) in StoredResponse.headerFields(of: notModified)
+        where !headersKeptOn304.contains(name.lowercased()) {
             for existing in fields.keys where existing.caseInsensitiveCompare(name) == .orderedSame {
                 fields[existing] = nil
             }
             fields[name] = value
         }
-        return HTTPURLResponse(url: url, statusCode: http.statusCode, httpVersion: "HTTP/1.1", headerFields: fields) ?? stored
+        return HTTPURLResponse(url: url, statusCode: http.statusCode, httpVersion: "HTTP/1.1", headerFields: fields)
+            ?? stored
     }
 
     /// Removes the entry for `key`, every variant of it.
@@ -330,7 +332,8 @@ final class MemoryURLCache: URLCache, @unchecked Sendable {
 
     /// The `Vary` headers of `response` that are not already part of the key, with the values the
     /// fetching request carried. `Vary: *` is the caller's concern (it never reaches here).
-    private func varyHeaders(of response: URLResponse, requestHeaders: [String: String]?) -> [StoredResponse.VaryHeader] {
+    private func varyHeaders(of response: URLResponse, requestHeaders: [String: String]?) -> [StoredResponse.VaryHeader]
+    {
         guard let vary = (response as? HTTPURLResponse)?.headerValue("vary") else { return [] }
         return Self.varyNames(vary)
             .filter { !keyHeaders.names.contains($0) }
@@ -348,19 +351,23 @@ final class MemoryURLCache: URLCache, @unchecked Sendable {
 
     private func key(for request: URLRequest) -> CacheKey? {
         guard let url = request.url else { return nil }
-        return CacheKey(method: request.httpMethod ?? "GET", url: url, headers: request.allHTTPHeaderFields, keyHeaders: keyHeaders)
+        return CacheKey(
+            method: request.httpMethod ?? "GET", url: url, headers: request.allHTTPHeaderFields, keyHeaders: keyHeaders)
     }
 
     override func cachedResponse(for request: URLRequest) -> CachedURLResponse? {
         guard let key = key(for: request),
-              let hit = answer(for: key, headers: request.allHTTPHeaderFields, at: nil, counting: false)
+            let hit = answer(for: key, headers: request.allHTTPHeaderFields, at: nil, counting: false)
         else { return nil }
-        return CachedURLResponse(response: hit.response, data: hit.data, userInfo: nil, storagePolicy: .allowedInMemoryOnly)
+        return CachedURLResponse(
+            response: hit.response, data: hit.data, userInfo: nil, storagePolicy: .allowedInMemoryOnly)
     }
 
     override func storeCachedResponse(_ cachedResponse: CachedURLResponse, for request: URLRequest) {
         guard cachedResponse.storagePolicy != .notAllowed, let key = key(for: request) else { return }
-        store(cachedResponse.data, response: cachedResponse.response, for: key, requestHeaders: request.allHTTPHeaderFields, lifetime: EntryLifetime())
+        store(
+            cachedResponse.data, response: cachedResponse.response, for: key,
+            requestHeaders: request.allHTTPHeaderFields, lifetime: EntryLifetime())
     }
 
     override func removeCachedResponse(for request: URLRequest) {

@@ -98,9 +98,12 @@ final class StoredResponse: @unchecked Sendable {
     static func with(_ response: URLResponse, field name: String, value: String) -> URLResponse {
         guard let http = response as? HTTPURLResponse, let url = http.url else { return response }
         var fields = headerFields(of: http)
-        for existing in fields.keys where existing.caseInsensitiveCompare(name) == .orderedSame { fields[existing] = nil }
+        for existing in fields.keys where existing.caseInsensitiveCompare(name) == .orderedSame {
+            fields[existing] = nil
+        }
         fields[name] = value
-        return HTTPURLResponse(url: url, statusCode: http.statusCode, httpVersion: "HTTP/1.1", headerFields: fields) ?? response
+        return HTTPURLResponse(url: url, statusCode: http.statusCode, httpVersion: "HTTP/1.1", headerFields: fields)
+            ?? response
     }
 
     /// The entry's current age at `instant` (RFC 9111 section 4.2.3), when it keeps one.
@@ -163,7 +166,9 @@ final class StoredVariants: @unchecked Sendable {
     func match(_ headers: [String: String]?) -> StoredResponse? {
         let first = all[0]
         if first.vary.isEmpty || first.matchesVary(of: headers) { return first }
-        guard let position = all.indices.dropFirst().first(where: { all[$0].matchesVary(of: headers) }) else { return nil }
+        guard let position = all.indices.dropFirst().first(where: { all[$0].matchesVary(of: headers) }) else {
+            return nil
+        }
         let found = all.remove(at: position)
         all.insert(found, at: 0)
         return found

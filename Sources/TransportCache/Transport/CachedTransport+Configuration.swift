@@ -160,7 +160,10 @@ extension CachedTransport {
         /// `URLSessionConfiguration.ephemeral`. The value is copied when set and when read.
         public var sessionConfiguration: URLSessionConfiguration {
             get { sessionConfigurationBox.configuration?.copy() as? URLSessionConfiguration ?? .ephemeral }
-            set { sessionConfigurationBox = SessionConfigurationBox(configuration: newValue.copy() as? URLSessionConfiguration) }
+            set {
+                sessionConfigurationBox = SessionConfigurationBox(
+                    configuration: newValue.copy() as? URLSessionConfiguration)
+            }
         }
 
         private var sessionConfigurationBox = SessionConfigurationBox(configuration: nil)

@@ -61,10 +61,12 @@ public actor CachedTransport {
 
     /// Makes a transport with its own URLSession and memory store.
     public init(configuration: Configuration = .init()) {
-        self.init(configuration: configuration, loader: URLSessionLoader(
-            configuration: configuration.sessionConfiguration,
-            cacheOverride: configuration.effectiveCacheOverride
-        ))
+        self.init(
+            configuration: configuration,
+            loader: URLSessionLoader(
+                configuration: configuration.sessionConfiguration,
+                cacheOverride: configuration.effectiveCacheOverride
+            ))
     }
 
     init(
@@ -94,7 +96,8 @@ public actor CachedTransport {
         #if canImport(Darwin)
         // The handler holds the parts a trim touches, not the transport: the observer, and with
         // it the handler, go away with the transport.
-        memoryPressureObserver = configuration.respondsToMemoryPressure
+        memoryPressureObserver =
+            configuration.respondsToMemoryPressure
             ? MemoryPressureObserver { pressure in
                 CachedTransport.trim(for: pressure, store: store, inFlight: inFlight, broadcaster: broadcaster)
             }
@@ -161,7 +164,9 @@ public actor CachedTransport {
             }
             return try await fetch(request, key: key, headers: headers, isReload: false)
         case .returnCacheDataDontLoad:
-            if let hit = store.answer(for: key, headers: headers, at: nil, counting: true) { return (hit.data, hit.response) }
+            if let hit = store.answer(for: key, headers: headers, at: nil, counting: true) {
+                return (hit.data, hit.response)
+            }
             throw URLError(.resourceUnavailable)
         default:
             store.record { $0.requests += 1 }
@@ -179,7 +184,9 @@ public actor CachedTransport {
     ) async throws -> (Data, URLResponse) {
         if let hit = store.httpAnswer(for: key, headers: headers, at: now(), request: directives.cacheControl) {
             var response = hit.entry.response
-            if let age = hit.age { response = StoredResponse.with(response, field: "Age", value: String(max(0, age.components.seconds))) }
+            if let age = hit.age {
+                response = StoredResponse.with(response, field: "Age", value: String(max(0, age.components.seconds)))
+            }
             if hit.revalidate {
                 response = StoredResponse.marked(response, value: Self.revalidatingStaleValue)
                 revalidateInBackground(request, key: key)
@@ -248,7 +255,9 @@ public actor CachedTransport {
     ///
     /// A successful (2xx, 3xx) unsafe request to an http(s) URL invalidates what it may have
     /// changed (RFC 9111 section 4.4).
-    nonisolated(nonsending) func send(_ request: URLRequest, url: URL, bypassing: Bool = false) async throws -> (Data, URLResponse) {
+    nonisolated(nonsending) func send(_ request: URLRequest, url: URL, bypassing: Bool = false) async throws -> (
+        Data, URLResponse
+    ) {
         store.record {
             $0.requests += 1
             $0.networkFetches += 1
@@ -262,7 +271,8 @@ public actor CachedTransport {
             throw error
         }
         if !bypassing, let response = answer.1 as? HTTPURLResponse, (200..<400).contains(response.statusCode),
-           let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" {
+            let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https"
+        {
             await invalidateTargets(of: url, response: response)
         }
         return answer

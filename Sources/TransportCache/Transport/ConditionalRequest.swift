@@ -10,7 +10,9 @@ enum ConditionalRequest {
     static func revalidating(_ request: URLRequest, against entry: StoredResponse) -> URLRequest {
         var request = request
         if let entityTag = entry.entityTag { request.setValue(entityTag, forHTTPHeaderField: "If-None-Match") }
-        if let lastModified = entry.lastModified { request.setValue(lastModified, forHTTPHeaderField: "If-Modified-Since") }
+        if let lastModified = entry.lastModified {
+            request.setValue(lastModified, forHTTPHeaderField: "If-Modified-Since")
+        }
         return request
     }
 }

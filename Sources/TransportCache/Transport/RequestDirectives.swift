@@ -8,7 +8,9 @@ struct RequestDirectives {
     /// Request headers that make the origin's answer depend on what the caller already holds
     /// (a `304`, a `412`, a `206`): such an answer is the caller's own, and must neither come
     /// from nor go into the store.
-    static let conditionalHeaders = ["if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range", "range"]
+    static let conditionalHeaders = [
+        "if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range", "range",
+    ]
 
     /// Go to the origin as sent, past the store and coalescing; store nothing.
     private(set) var bypassesStore = false
@@ -28,7 +30,9 @@ struct RequestDirectives {
             guard let first = field.utf8.first else { continue }
             switch first | 0x20 {
             case UInt8(ascii: "i"), UInt8(ascii: "r"):
-                if Self.conditionalHeaders.contains(where: { ASCII.equalsIgnoringCase($0, field) }) { bypassesStore = true }
+                if Self.conditionalHeaders.contains(where: { ASCII.equalsIgnoringCase($0, field) }) {
+                    bypassesStore = true
+                }
             case UInt8(ascii: "c"):
                 guard ASCII.equalsIgnoringCase("cache-control", field) else { continue }
                 let directives = CacheControl(value)
@@ -36,7 +40,9 @@ struct RequestDirectives {
                 if directives.noStore { bypassesStore = true }
                 if directives.noCache || directives.maxAge == .value(0) { revalidates = true }
             case UInt8(ascii: "p"):
-                if ASCII.equalsIgnoringCase("pragma", field), value.lowercased().contains("no-cache") { pragmaNoCache = true }
+                if ASCII.equalsIgnoringCase("pragma", field), value.lowercased().contains("no-cache") {
+                    pragmaNoCache = true
+                }
             default:
                 continue
             }

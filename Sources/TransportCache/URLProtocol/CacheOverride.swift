@@ -45,17 +45,21 @@ public struct CacheOverride: Sendable {
         for (lowercasedName, field) in headers.byLowercasedName {
             switch lowercasedName {
             case "cache-control", "pragma", "expires":
-                originals.append(("X-Original-" + Self.canonical(field.name), "x-original-" + lowercasedName, field.value))
+                originals.append(
+                    ("X-Original-" + Self.canonical(field.name), "x-original-" + lowercasedName, field.value))
             case "vary" where ASCII.lowercasedElements(field.value).contains("*"):
                 originals.append(("X-Original-Vary", "x-original-vary", field.value))
             default:
                 fields.set(field.value, name: field.name, lowercasedName: lowercasedName)
             }
         }
-        for original in originals { fields.set(original.value, name: original.name, lowercasedName: original.lowercasedName) }
+        for original in originals {
+            fields.set(original.value, name: original.name, lowercasedName: original.lowercasedName)
+        }
         let seconds = max(0, Int(maximumAge.components.seconds))
         fields.set("max-age=\(seconds)", name: "Cache-Control", lowercasedName: "cache-control")
-        return OverriddenHTTPURLResponse(url: url, statusCode: response.statusCode, headerFields: fields, isFresh: seconds > 0)
+        return OverriddenHTTPURLResponse(
+            url: url, statusCode: response.statusCode, headerFields: fields, isFresh: seconds > 0)
             ?? response
     }
 
@@ -73,11 +77,15 @@ public struct CacheOverride: Sendable {
         needsRewrite(HeaderFields(of: response))
     }
 
-    private static let blockingDirectives: Set<String> = ["no-cache", "no-store", "must-revalidate", "private", "max-age=0"]
+    private static let blockingDirectives: Set<String> = [
+        "no-cache", "no-store", "must-revalidate", "private", "max-age=0",
+    ]
 
     static func needsRewrite(_ headers: HeaderFields) -> Bool {
         let directives = headers["cache-control"].map(ASCII.lowercasedElements) ?? []
-        if directives.contains(where: { blockingDirectives.contains($0) || $0.hasPrefix("no-cache=") || $0.hasPrefix("private=") }) {
+        if directives.contains(where: {
+            blockingDirectives.contains($0) || $0.hasPrefix("no-cache=") || $0.hasPrefix("private=")
+        }) {
             return true
         }
         if headers["pragma"]?.lowercased().contains("no-cache") == true { return true }
@@ -105,11 +113,15 @@ enum HTTPDate {
     static func parse(_ value: String) -> Date? {
         let text = value.trimmingCharacters(in: .whitespaces)
         // Sun, 06 Nov 1994 08:49:37 GMT
-        if let match = text.wholeMatch(of: /([A-Za-z]{3}), (\d{2}) ([A-Za-z]{3}) (\d{4}) (\d{2}):(\d{2}):(\d{2}) ([Gg][Mm][Tt])/) {
+        if let match = text.wholeMatch(
+            of: /([A-Za-z]{3}), (\d{2}) ([A-Za-z]{3}) (\d{4}) (\d{2}):(\d{2}):(\d{2}) ([Gg][Mm][Tt])/)
+        {
             return date(day: match.2, month: match.3, year: match.4, hour: match.5, minute: match.6, second: match.7)
         }
         // Sunday, 06-Nov-94 08:49:37 GMT
-        if let match = text.wholeMatch(of: /([A-Za-z]{6,9}), (\d{2})-([A-Za-z]{3})-(\d{2}) (\d{2}):(\d{2}):(\d{2}) ([Gg][Mm][Tt])/) {
+        if let match = text.wholeMatch(
+            of: /([A-Za-z]{6,9}), (\d{2})-([A-Za-z]{3})-(\d{2}) (\d{2}):(\d{2}):(\d{2}) ([Gg][Mm][Tt])/)
+        {
             return date(day: match.2, month: match.3, year: match.4, hour: match.5, minute: match.6, second: match.7)
         }
         // Sun Nov  6 08:49:37 1994
@@ -119,11 +131,13 @@ enum HTTPDate {
         return nil
     }
 
-    private static func date(day: Substring, month: Substring, year: Substring, hour: Substring, minute: Substring, second: Substring) -> Date? {
+    private static func date(
+        day: Substring, month: Substring, year: Substring, hour: Substring, minute: Substring, second: Substring
+    ) -> Date? {
         guard let month = months.firstIndex(of: month.lowercased()),
-              let day = Int(day.trimmingCharacters(in: .whitespaces)), var year = Int(year),
-              let hour = Int(hour), let minute = Int(minute), let second = Int(second),
-              (1...31).contains(day), hour < 24, minute < 60, second < 61
+            let day = Int(day.trimmingCharacters(in: .whitespaces)), var year = Int(year),
+            let hour = Int(hour), let minute = Int(minute), let second = Int(second),
+            (1...31).contains(day), hour < 24, minute < 60, second < 61
         else { return nil }
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "GMT")!
@@ -133,6 +147,7 @@ enum HTTPDate {
             year += current - current % 100
             if year > current + 50 { year -= 100 }
         }
-        return calendar.date(from: DateComponents(year: year, month: month + 1, day: day, hour: hour, minute: minute, second: second))
+        return calendar.date(
+            from: DateComponents(year: year, month: month + 1, day: day, hour: hour, minute: minute, second: second))
     }
 }

@@ -156,7 +156,8 @@ open class CacheOverrideURLProtocol: URLProtocol {
             let task = route.session.dataTask(with: outgoing) { data, response, error in
                 var response = response
                 if let http = response as? HTTPURLResponse, let override = route.override,
-                   let url = http.url, override.applies(to: url) {
+                    let url = http.url, override.applies(to: url)
+                {
                     response = override.rewritten(http)
                 }
                 instance.value.fetched(Outcome(data: data, response: response, error: error), generation: generation)

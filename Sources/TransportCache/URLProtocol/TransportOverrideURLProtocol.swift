@@ -43,8 +43,8 @@ final class TransportOverrideURLProtocol: CacheOverrideURLProtocol {
 
     override class func route(for request: URLRequest) -> (override: CacheOverride?, session: URLSession)? {
         guard let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https",
-              let value = request.value(forHTTPHeaderField: routeHeader), let id = Int(value),
-              let route = routes.withLock({ $0[id] })
+            let value = request.value(forHTTPHeaderField: routeHeader), let id = Int(value),
+            let route = routes.withLock({ $0[id] })
         else { return nil }
         return (route.override, route.session)
     }

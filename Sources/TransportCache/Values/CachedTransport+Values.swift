@@ -107,7 +107,8 @@ extension CachedTransport {
         }
         // Registered before the first value is loaded, so no change after this call is missed.
         let changes = changes(for: .url(url))
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: Value.self, bufferingPolicy: .bufferingNewest(1))
+        let (stream, continuation) = AsyncThrowingStream.makeStream(
+            of: Value.self, bufferingPolicy: .bufferingNewest(1))
         let reload = {
             var reload = request
             reload.cachePolicy = .returnCacheDataElseLoad
@@ -154,8 +155,9 @@ extension CachedTransport {
         // Requests that bypass the store, and requests whose own Cache-Control HTTP caching has
         // to weigh, take the data path; their values are decoded for each call.
         guard method == "GET" || method == "HEAD", !directives.bypassesStore,
-              !(conformsToHTTPCaching && directives.cacheControl != nil && request.cachePolicy == .useProtocolCachePolicy),
-              let key = CacheKey(method: method, url: url, headers: headers, keyHeaders: keyHeaders)
+            !(conformsToHTTPCaching && directives.cacheControl != nil
+                && request.cachePolicy == .useProtocolCachePolicy),
+            let key = CacheKey(method: method, url: url, headers: headers, keyHeaders: keyHeaders)
         else {
             let (data, response) = try await data(for: request)
             return (try await decode(type, from: data, response: response, url: url, decoder: decoder), data)
@@ -163,8 +165,9 @@ extension CachedTransport {
         let valueKey = DecodedValueKey(type, decoder: decoder)
         let isReload: Bool
         switch request.cachePolicy {
-        case .useProtocolCachePolicy where !directives.revalidates, .returnCacheDataElseLoad where !directives.revalidates,
-             .returnCacheDataDontLoad:
+        case .useProtocolCachePolicy where !directives.revalidates,
+            .returnCacheDataElseLoad where !directives.revalidates,
+            .returnCacheDataDontLoad:
             let dontLoad = request.cachePolicy == .returnCacheDataDontLoad
             let usesHTTPFreshness = conformsToHTTPCaching && request.cachePolicy == .useProtocolCachePolicy
             let instant = (hasMaximumAge || usesHTTPFreshness) && !dontLoad ? now() : nil
@@ -208,7 +211,8 @@ extension CachedTransport {
             case .claimed:
                 let result: Result<Value, any Error>
                 do {
-                    result = .success(try await decode(type, from: entry.data, response: entry.response, url: url, decoder: decoder))
+                    result = .success(
+                        try await decode(type, from: entry.data, response: entry.response, url: url, decoder: decoder))
                 } catch {
                     result = .failure(error)
                 }
@@ -218,10 +222,11 @@ extension CachedTransport {
                     valueKey, on: entry, for: key, with: decoded,
                     limit: configuration.maximumDecodedValuesPerEntry
                 )
-                let outcome: DecodeOutcome = switch decoded {
-                case .success(let value): .decoded(value)
-                case .failure(let error): .failed(error)
-                }
+                let outcome: DecodeOutcome =
+                    switch decoded {
+                    case .success(let value): .decoded(value)
+                    case .failure(let error): .failed(error)
+                    }
                 for waiter in waiters { waiter.resume(returning: outcome) }
                 return (try result.get(), entry.data)
             case .busy:

@@ -109,7 +109,9 @@ struct DecodedValues {
     /// Keeps `value` for `key` as the most recently used, then drops the least recently used
     /// kept values beyond `limit` (decodes under way are not counted and never dropped).
     /// - Returns: how many values were dropped and the bytes they were charged.
-    mutating func keep(_ value: AnyDecodedValue, cost: Int, for key: DecodedValueKey, limit: Int) -> (dropped: Int, cost: Int) {
+    mutating func keep(_ value: AnyDecodedValue, cost: Int, for key: DecodedValueKey, limit: Int) -> (
+        dropped: Int, cost: Int
+    ) {
         self[key] = nil
         items.insert(Item(key: key, slot: .decoded(value, cost: cost)), at: 0)
         var kept = 0

@@ -88,7 +88,8 @@ struct JSONDecoderSettings: Hashable, Sendable {
         } else {
             return nil
         }
-        options = keys | dates << 2 | data << 5
+        options =
+            keys | dates << 2 | data << 5
             | (decoder.allowsJSON5 ? 1 << 7 : 0)
             | (decoder.assumesTopLevelDictionary ? 1 << 8 : 0)
     }

@@ -44,9 +44,11 @@ public struct ValueDecodingError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch code {
         case .unacceptableStatus:
-            return "Cannot decode \(typeName) from \(url.absoluteString): status \(statusCode.map(String.init) ?? "none")"
+            return
+                "Cannot decode \(typeName) from \(url.absoluteString): status \(statusCode.map(String.init) ?? "none")"
         default:
-            return "Cannot decode \(typeName) from \(url.absoluteString): \(underlyingError.map { String(describing: $0) } ?? code.description)"
+            return
+                "Cannot decode \(typeName) from \(url.absoluteString): \(underlyingError.map { String(describing: $0) } ?? code.description)"
         }
     }
 }

@@ -1,6 +1,5 @@
 @testable import TransportCache
 
-
 /// A monotonic clock the test moves by hand.
 final class TestClock: Sendable {
     private let start = ContinuousClock.now
