@@ -7,7 +7,7 @@ let package = Package(
     // `Duration` and `ContinuousClock` set the floor.
     platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     products: [
-        .library(name: "TransportCache", targets: ["TransportCache"]),
+        .library(name: "TransportCache", targets: ["TransportCache"])
     ],
     targets: [
         .target(name: "TransportCache"),

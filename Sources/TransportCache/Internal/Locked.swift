@@ -14,6 +14,9 @@ import Glibc
 /// The value lives behind a pointer allocated once rather than in a stored `var`: the lock already
 /// makes access exclusive, and a class property would add a dynamic exclusivity check (a
 /// thread-local lookup) to every access on the hit path.
+///
+/// `@unchecked Sendable`: the value is only read or written inside ``withLock(_:)``, while the lock
+/// is held, and the lock and pointer are immutable after `init`.
 final class Locked<Value: Sendable>: @unchecked Sendable {
     // `@unchecked`: `value` is only read or written inside `withLock`, while the lock is held.
     #if canImport(Glibc)

@@ -17,6 +17,9 @@ import FoundationNetworking
 /// Reads and writes are guarded by one lock, so the transport's hit path reads it without
 /// hopping onto the actor. The `URLCache` overrides keep the class usable wherever a `URLCache` is
 /// expected and apply the same key rules.
+///
+/// `@unchecked Sendable`: all mutable state is in ``state``, behind a lock; every other stored
+/// property is an immutable `let` of a Sendable type (see the note inside the class).
 final class MemoryURLCache: URLCache, @unchecked Sendable {
     // `@unchecked` because `URLCache` is an Objective-C-style class whose Sendable conformance the
     // compiler cannot re-check for a subclass; all mutable state of this class is in `state`,

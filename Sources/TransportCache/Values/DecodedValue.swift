@@ -36,9 +36,9 @@ class AnyDecodedValue: @unchecked Sendable {
     static let overhead = 64
 }
 
+/// `@unchecked Sendable` for the same reason as ``AnyDecodedValue``: `value` is an immutable `let`
+/// of a Sendable type.
 final class DecodedValue<Value: Sendable>: AnyDecodedValue, @unchecked Sendable {
-    // `@unchecked` for the same reason as the base class: `value` is an immutable `let` of a
-    // Sendable type.
     let value: Value
 
     init(_ value: Value, data: Data, retaining decoder: (any ResponseDecoding)?) {
