@@ -57,7 +57,8 @@ public actor CachedTransport {
     public init(configuration: Configuration = .init()) {
         self.init(configuration: configuration, loader: URLSessionLoader(
             configuration: configuration.sessionConfiguration,
-            cacheOverride: configuration.cacheOverride
+            cacheOverride: configuration.cacheOverride,
+            sharesInnerSession: configuration.hasDefaultSessionConfiguration
         ))
     }
 
