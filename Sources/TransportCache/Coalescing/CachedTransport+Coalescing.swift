@@ -16,6 +16,9 @@ struct InFlight: Sendable {
     var joinable: [CacheKey: Int] = [:]
     /// Callers attached to a fetch (each knows which: ``Waiter/fetchID``).
     var waiterCount = 0
+    /// Requests that joined a fetch in flight, for ``CacheStatistics/coalescedJoins``: counted
+    /// here, under the lock a join holds anyway, rather than under the store's lock too.
+    var coalescedJoins = 0
     var lastIdentifier = 0
 
     mutating func makeIdentifier() -> Int {
@@ -92,7 +95,7 @@ extension CachedTransport {
                     // happened before (and is seen here) or finds the waiter registered.
                     if Task.isCancelled { return .cancelled }
                     if state.join(waiter, key: key, isReload: isReload) {
-                        store.record { $0.coalescedJoins += 1 }
+                        state.coalescedJoins += 1
                         return .joined
                     }
                     // A fetch may have completed between the caller's lookup and now.

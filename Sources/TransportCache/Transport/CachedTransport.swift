@@ -87,6 +87,7 @@ public actor CachedTransport {
     /// evictions, invalidations and the bytes held.
     public nonisolated var statistics: CacheStatistics {
         var statistics = store.statistics
+        statistics.coalescedJoins = inFlight.withLock { $0.coalescedJoins }
         statistics.subscribers = broadcaster.count
         return statistics
     }
