@@ -62,6 +62,12 @@ func blackHole<Value>(_ value: Value) {
     withExtendedLifetime(value) {}
 }
 
+/// The loopback origin's base URL, or `PATHWORKLOAD_ORIGIN` for the coalescing modes: an origin
+/// in another process does not share this process's tasks and threads.
+func originBase(_ origin: LoopbackOrigin) -> String {
+    ProcessInfo.processInfo.environment["PATHWORKLOAD_ORIGIN"] ?? origin.baseURL.absoluteString
+}
+
 func concurrently(_ count: Int, _ body: @escaping @Sendable () async throws -> Void) async throws {
     try await withThrowingTaskGroup(of: Void.self) { group in
         for _ in 0..<count { group.addTask { try await body() } }
@@ -164,7 +170,7 @@ func run() async throws {
         if mode == "coalesce-warm" { _ = try await warm.data(for: URLRequest(url: origin.url("/coalesce?run=warm"))) }
         for round in 0..<rounds {
             let transport = mode == "coalesce-warm" ? warm : CachedTransport()
-            let url = origin.url("/coalesce?delay=50&run=\(round)")
+            let url = URL(string: originBase(origin) + "/coalesce?delay=50&run=\(round)")!
             elapsed += try await clock.measure {
                 try await concurrently(count) { _ = try await transport.data(from: url) }
             }
