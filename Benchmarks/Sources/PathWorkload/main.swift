@@ -12,10 +12,13 @@ import TransportCache
 //
 //     PathWorkload hit 100000          100,000 hits, over 1,000 stored entries in turn
 //     PathWorkload dictionary 100000   100,000 Dictionary<String, Data> lookups, the same way
+//     PathWorkload hot-hit 100000      100,000 hits on one entry, as the benchmark (and hot-dictionary)
 //     PathWorkload miss 2000           2,000 misses, each a new URL
 //     PathWorkload plain-miss 2000     2,000 plain URLSession fetches, each a new URL
 //     PathWorkload miss-pair 2000      2,000 of each, alternating, and the ratio of their medians
-//     PathWorkload coalesce 10000 5    5 rounds of 10,000 callers sharing one 50 ms fetch
+//     PathWorkload slow-miss 40        40 misses of a 50 ms origin, one at a time (and plain-slow-miss)
+//     PathWorkload coalesce 10000 5    5 rounds of 10,000 callers sharing one 50 ms fetch (and
+//                                      coalesce-warm: one transport for all rounds)
 //     PathWorkload floor 10000 5       5 rounds of 10,000 tasks on bare continuations (50 ms)
 //
 // Everything runs in a detached task, off the main actor, as in the benchmarks, and prints the
@@ -26,7 +29,9 @@ import TransportCache
 let arguments = CommandLine.arguments.dropFirst()
 guard let mode = arguments.first, let count = arguments.dropFirst().first.flatMap(Int.init) else {
     FileHandle.standardError.write(
-        Data("usage: PathWorkload hit|dictionary|miss|plain-miss|miss-pair|coalesce|floor COUNT [ROUNDS]\n".utf8))
+        Data(
+            "usage: PathWorkload hit|dictionary|hot-hit|hot-dictionary|miss|plain-miss|miss-pair|slow-miss|plain-slow-miss|coalesce|coalesce-warm|floor COUNT [ROUNDS]\n"
+                .utf8))
     exit(2)
 }
 let rounds = arguments.dropFirst(2).first.flatMap(Int.init) ?? 1
@@ -60,6 +65,12 @@ func misses(
 @inline(never)
 func blackHole<Value>(_ value: Value) {
     withExtendedLifetime(value) {}
+}
+
+/// The loopback origin's base URL, or `PATHWORKLOAD_ORIGIN` for the coalescing modes: an origin
+/// in another process does not share this process's tasks and threads.
+func originBase(_ origin: LoopbackOrigin) -> String {
+    ProcessInfo.processInfo.environment["PATHWORKLOAD_ORIGIN"] ?? origin.baseURL.absoluteString
 }
 
 func concurrently(_ count: Int, _ body: @escaping @Sendable () async throws -> Void) async throws {
@@ -97,6 +108,18 @@ func run() async throws {
         // Hits need no origin; stopped, its timers do not run during the count.
         await origin.stop()
         elapsed = try await clock.measure { try await hits(transport, all, count: count) }
+    case "hot-hit":
+        // As in the benchmark: one of 1,000 stored entries asked for again and again.
+        let transport = CachedTransport()
+        let all = requests(on: origin, count: 1_000)
+        try await prime(transport, with: all)
+        await origin.stop()
+        elapsed = try await clock.measure { try await hits(transport, [all[7]], count: count) }
+    case "hot-dictionary":
+        let keys = requests(on: origin, count: 1_000).map { $0.url!.absoluteString }
+        let table = Dictionary(uniqueKeysWithValues: keys.map { ($0, Data(count: 64)) })
+        await origin.stop()
+        elapsed = await clock.measure { await lookups(table, [keys[7]], count: count) }
     case "dictionary":
         // As in the benchmark, 1,000 URLs as keys; each is looked up in turn.
         let keys = requests(on: origin, count: 1_000).map { $0.url!.absoluteString }
@@ -134,10 +157,28 @@ func run() async throws {
         let ratio = (medianCached / medianPlain).formatted(.number.precision(.fractionLength(3)))
         FileHandle.standardError.write(
             Data("median miss \(medianCached), plain fetch \(medianPlain): \(ratio)x\n".utf8))
-    case "coalesce":
+    case "slow-miss", "plain-slow-miss":
+        // One request at a time to a 50 ms origin: what the process spends while it waits.
+        let transport = CachedTransport()
+        let session = URLSession(configuration: .ephemeral)
+        for index in 0..<count {
+            let request = URLRequest(url: origin.url("/slow?delay=50&run=\(index)"))
+            elapsed += try await clock.measure {
+                if mode == "slow-miss" {
+                    blackHole(try await transport.data(for: request))
+                } else {
+                    blackHole(try await session.data(for: request))
+                }
+            }
+        }
+    case "coalesce", "coalesce-warm":
+        // `coalesce` makes a transport per round, as the benchmark does; `coalesce-warm` keeps one,
+        // whose connection to the origin is then open before each round.
+        let warm = CachedTransport()
+        if mode == "coalesce-warm" { _ = try await warm.data(for: URLRequest(url: origin.url("/coalesce?run=warm"))) }
         for round in 0..<rounds {
-            let transport = CachedTransport()
-            let url = origin.url("/coalesce?delay=50&run=\(round)")
+            let transport = mode == "coalesce-warm" ? warm : CachedTransport()
+            let url = URL(string: originBase(origin) + "/coalesce?delay=50&run=\(round)")!
             elapsed += try await clock.measure {
                 try await concurrently(count) { _ = try await transport.data(from: url) }
             }
@@ -158,6 +199,6 @@ func run() async throws {
         FileHandle.standardError.write(Data("unknown mode \(mode)\n".utf8))
         exit(2)
     }
-    if mode != "hit" && mode != "dictionary" { await origin.stop() }
+    if !mode.hasSuffix("hit") && !mode.hasSuffix("dictionary") { await origin.stop() }
     FileHandle.standardError.write(Data("\(mode) \(count) x \(rounds): \(elapsed)\n".utf8))
 }

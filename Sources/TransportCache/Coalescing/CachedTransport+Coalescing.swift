@@ -14,8 +14,11 @@ struct InFlight: Sendable {
     var fetches: [Int: Fetch] = [:]
     /// The fetch a new request for a key may join.
     var joinable: [CacheKey: Int] = [:]
-    /// Which fetch each waiting caller is attached to, for cancellation.
-    var waiterLocations: [Int: Int] = [:]
+    /// Callers attached to a fetch (each knows which: ``Waiter/fetchID``).
+    var waiterCount = 0
+    /// Requests that joined a fetch in flight, for ``CacheStatistics/coalescedJoins``: counted
+    /// here, under the lock a join holds anyway, rather than under the store's lock too.
+    var coalescedJoins = 0
     var lastIdentifier = 0
 
     mutating func makeIdentifier() -> Int {
@@ -27,7 +30,8 @@ struct InFlight: Sendable {
     /// - Returns: the fetch's identifier and the fetch.
     mutating func begin(_ waiter: Waiter, key: CacheKey, isReload: Bool) -> (id: Int, fetch: Fetch) {
         let started = begin(key: key, request: waiter.request, isReload: isReload, first: waiter)
-        waiterLocations[waiter.id] = started.id
+        waiter.fetchID = started.id
+        waiterCount += 1
         return started
     }
 
@@ -54,7 +58,8 @@ struct InFlight: Sendable {
             return false
         }
         fetch.add(waiter)
-        waiterLocations[waiter.id] = fetchID
+        waiter.fetchID = fetchID
+        waiterCount += 1
         return true
     }
 
@@ -80,17 +85,21 @@ extension CachedTransport {
         headers: [String: String]?,
         isReload: Bool
     ) async throws -> (Data, URLResponse) {
-        let waiterID = inFlight.withLock { $0.makeIdentifier() }
+        let waiter = Waiter(request: request)
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
+            // Unsafe rather than checked: the checked kind allocates a guard object per caller, and
+            // each waiter is resumed exactly once by construction (see `Waiter.continuation`).
+            try await withUnsafeThrowingContinuation { continuation in
                 enum Step { case joined, answered((Data, URLResponse)), cancelled, launch(Int, URLRequest) }
-                let waiter = Waiter(id: waiterID, request: request, continuation: continuation)
+                // Set before the waiter is attached (under the lock below), so whoever detaches it
+                // finds it.
+                waiter.continuation = continuation
                 let step = inFlight.withLock { state -> Step in
                     // Checked under the lock that `cancelWaiter` takes: a cancellation either
                     // happened before (and is seen here) or finds the waiter registered.
                     if Task.isCancelled { return .cancelled }
                     if state.join(waiter, key: key, isReload: isReload) {
-                        store.record { $0.coalescedJoins += 1 }
+                        state.coalescedJoins += 1
                         return .joined
                     }
                     // A fetch may have completed between the caller's lookup and now.
@@ -114,7 +123,7 @@ extension CachedTransport {
                 }
             }
         } onCancel: {
-            cancelWaiter(waiterID)
+            cancelWaiter(waiter)
         }
     }
 
@@ -175,7 +184,12 @@ extension CachedTransport {
     /// the request was in flight) the fetch is sent again without conditions, so no caller ever
     /// gets the empty body of a 304.
     private nonisolated func complete(_ fetchID: Int, with result: Result<(Data, URLResponse), any Error>) {
-        var answers: [(Waiter, Result<(Data, URLResponse), any Error>)] = []
+        // The fetch's waiters, and for each the index of its answer in `results` (-1: not answered
+        // here). Callers of one fetch nearly always share one answer, held once rather than once
+        // per caller: ten thousand copies of one answer cost as much to release as to resume them.
+        var waiters: [Waiter?] = []
+        var answers: [Int] = []
+        var results: [Result<(Data, URLResponse), any Error>] = []
         var relaunches: [(Int, URLRequest)] = []
         inFlight.withLock { state in
             // Gone when every caller left: the answer of a cancelled fetch is dropped.
@@ -196,17 +210,23 @@ extension CachedTransport {
             }
             state.fetches[fetchID] = nil
             if state.joinable[fetch.key] == fetchID { state.joinable[fetch.key] = nil }
-            let waiters = fetch.waiters
-            for waiter in waiters { state.waiterLocations[waiter.id] = nil }
-            answers.reserveCapacity(waiters.count)
+            waiters = fetch.takeWaiters()
+            answers = Array(repeating: -1, count: waiters.count)
+            for case let waiter? in waiters {
+                waiter.fetchID = nil
+                state.waiterCount -= 1
+            }
             switch result {
             case .failure(let error):
                 if fetch.isBackground { store.record { $0.failedBackgroundRevalidations += 1 } }
-                for waiter in waiters {
+                results.append(.failure(error))
+                for (position, waiter) in waiters.enumerated() {
+                    guard let waiter else { continue }
                     if let stale = staleAnswer(for: fetch.key, request: waiter.request, after: error) {
-                        answers.append((waiter, .success(stale)))
+                        results.append(.success(stale))
+                        answers[position] = results.count - 1
                     } else {
-                        answers.append((waiter, .failure(error)))
+                        answers[position] = 0
                     }
                 }
             case .success(let (data, fetched)):
@@ -221,11 +241,13 @@ extension CachedTransport {
                     (response as? HTTPURLResponse)?.headerValue("vary")
                     .map(MemoryURLCache.varyNames) ?? []
                 let leaderHeaders = fetch.request.allHTTPHeaderFields
-                for waiter in waiters {
+                results.append(.success((data, response)))
+                for (position, waiter) in waiters.enumerated() {
+                    guard let waiter else { continue }
                     if vary.isEmpty || vary.contains("*")
                         || Self.sameValues(of: vary, in: waiter.request.allHTTPHeaderFields, and: leaderHeaders)
                     {
-                        answers.append((waiter, .success((data, response))))
+                        answers[position] = 0
                     } else if !state.join(waiter, key: fetch.key, isReload: fetch.isReload) {
                         // Coalesced on the key, but the answer varies on a header this caller
                         // sent differently: it needs its own representation.
@@ -236,7 +258,12 @@ extension CachedTransport {
                 }
             }
         }
-        for (waiter, answer) in answers { waiter.continuation.resume(with: answer) }
+        for position in waiters.indices {
+            guard let waiter = waiters[position], answers[position] >= 0 else { continue }
+            // Let go of it first: the caller, once resumed, then frees it on its own thread.
+            waiters[position] = nil
+            waiter.resume(with: results[answers[position]])
+        }
         for (fetchID, request) in relaunches { launch(fetchID, request) }
     }
 
@@ -364,18 +391,19 @@ extension CachedTransport {
     ]
 
     /// Releases a cancelled caller at once; cancels the fetch when it was the last one waiting.
-    private nonisolated func cancelWaiter(_ waiterID: Int) {
-        let (waiter, load) = inFlight.withLock { state -> (Waiter?, (any NetworkLoad)?) in
-            guard let fetchID = state.waiterLocations.removeValue(forKey: waiterID),
-                let fetch = state.fetches[fetchID], let waiter = fetch.remove(waiterID)
-            else { return (nil, nil) }
+    private nonisolated func cancelWaiter(_ waiter: Waiter) {
+        let (detached, load) = inFlight.withLock { state -> (Bool, (any NetworkLoad)?) in
+            guard let fetchID = waiter.fetchID, let fetch = state.fetches[fetchID], fetch.remove(waiter)
+            else { return (false, nil) }
+            waiter.fetchID = nil
+            state.waiterCount -= 1
             // A background revalidation runs on without callers: it brings the entry up to date.
-            guard !fetch.hasWaiters, !fetch.isBackground else { return (waiter, nil) }
+            guard !fetch.hasWaiters, !fetch.isBackground else { return (true, nil) }
             state.fetches[fetchID] = nil
             if state.joinable[fetch.key] == fetchID { state.joinable[fetch.key] = nil }
-            return (waiter, fetch.load)
+            return (true, fetch.load)
         }
-        waiter?.continuation.resume(throwing: CancellationError())
+        if detached { waiter.resume(with: .failure(CancellationError())) }
         load?.cancel()
     }
 }
@@ -385,6 +413,6 @@ extension CachedTransport {
     /// may join a fetch on, and suspended callers. All zero whenever no request is in progress;
     /// tests read it to prove that no caller or continuation is left behind.
     nonisolated var pendingWork: (fetches: Int, joinable: Int, waiters: Int) {
-        inFlight.withLock { ($0.fetches.count, $0.joinable.count, $0.waiterLocations.count) }
+        inFlight.withLock { ($0.fetches.count, $0.joinable.count, $0.waiterCount) }
     }
 }

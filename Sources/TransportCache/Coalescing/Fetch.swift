@@ -35,8 +35,8 @@ final class Fetch: @unchecked Sendable {
     /// Waiters in the order they joined, with a hole where one left. Callers are resumed in that
     /// order: the Swift runtime removes a finished child from its task group by walking a list,
     /// so resuming ten thousand callers in hash order made the callers' own task group quadratic.
-    private var ordered: [Waiter?] = []
-    private var positions: [Int: Int] = [:]
+    @exclusivity(unchecked) private var ordered: [Waiter?] = []
+    @exclusivity(unchecked) private var attached = 0
 
     init(key: CacheKey, request: URLRequest, isReload: Bool, isBackground: Bool = false, first: Waiter?) {
         self.key = key
@@ -47,26 +47,57 @@ final class Fetch: @unchecked Sendable {
     }
 
     func add(_ waiter: Waiter) {
-        positions[waiter.id] = ordered.count
+        waiter.position = ordered.count
         ordered.append(waiter)
+        attached += 1
     }
 
-    /// Removes and returns the waiter `id`. - Complexity: O(1).
-    func remove(_ id: Int) -> Waiter? {
-        guard let position = positions.removeValue(forKey: id) else { return nil }
-        defer { ordered[position] = nil }
-        return ordered[position]
+    /// Detaches `waiter`. - Returns: whether it was attached here. - Complexity: O(1).
+    func remove(_ waiter: Waiter) -> Bool {
+        let position = waiter.position
+        guard position < ordered.count, ordered[position] === waiter else { return false }
+        ordered[position] = nil
+        attached -= 1
+        return true
     }
 
-    var hasWaiters: Bool { !positions.isEmpty }
+    var hasWaiters: Bool { attached > 0 }
 
-    /// The waiters still attached, in the order they joined.
-    var waiters: [Waiter] { ordered.compactMap { $0 } }
+    /// Detaches every waiter. - Returns: them in the order they joined, with holes where one
+    /// left: the table itself, handed over without a copy.
+    func takeWaiters() -> [Waiter?] {
+        defer {
+            ordered = []
+            attached = 0
+        }
+        return ordered
+    }
 }
 
 /// A caller suspended until a fetch answers.
-struct Waiter: Sendable {
-    let id: Int
+///
+/// A class that knows its own place, so that joining, leaving and being answered cost no table
+/// lookups: ten thousand callers of one fetch each paid two dictionary insertions and two
+/// removals to be found again.
+///
+/// `@unchecked Sendable`: `continuation` is set once, before the waiter is attached to a fetch
+/// under the in-flight lock; `fetchID` and `position` are only read or written with that lock
+/// held.
+final class Waiter: @unchecked Sendable {
     let request: URLRequest
-    let continuation: CheckedContinuation<(Data, URLResponse), any Error>
+    /// Resumed exactly once, by whoever detaches the waiter under the in-flight lock (the fetch's
+    /// completion or the caller's cancellation), or at once when it is never attached.
+    @exclusivity(unchecked) var continuation: UnsafeContinuation<(Data, URLResponse), any Error>?
+    /// The fetch it is attached to, nil when attached to none.
+    @exclusivity(unchecked) var fetchID: Int?
+    /// Its place in that fetch's waiters.
+    @exclusivity(unchecked) var position = 0
+
+    init(request: URLRequest) {
+        self.request = request
+    }
+
+    func resume(with result: Result<(Data, URLResponse), any Error>) {
+        continuation?.resume(with: result)
+    }
 }

@@ -15,15 +15,26 @@ final class URLSessionLoader: NetworkLoading {
     let session: URLSession
     /// Where the header override sends this loader's requests, when it is on.
     private let overrideRoute: (id: Int, route: TransportOverrideURLProtocol.Route)?
+    /// The inner session is the process-wide one, which outlives the loader.
+    private let sharesInnerSession: Bool
 
-    /// - Parameter cacheOverride: when set, requests go through ``TransportOverrideURLProtocol``,
-    ///   which fetches them with an inner session made from `configuration` and rewrites their
-    ///   caching headers.
-    init(configuration: URLSessionConfiguration, cacheOverride: CacheOverride?) {
+    /// - Parameters:
+    ///   - cacheOverride: when set, requests go through ``TransportOverrideURLProtocol``, which
+    ///     fetches them with an inner session made from `configuration` and rewrites their
+    ///     caching headers.
+    ///   - sharesInnerSession: `configuration` is the default one: fetch through
+    ///     ``CacheOverrideURLProtocol/sharedInnerSession``, made from the same, whose connections
+    ///     outlive this loader. A new transport then starts on warm connections instead of opening
+    ///     its own (on Linux the first request on a new connection also keeps a dispatch write
+    ///     source firing until its answer arrives: about one core busy for that long).
+    init(configuration: URLSessionConfiguration, cacheOverride: CacheOverride?, sharesInnerSession: Bool = false) {
         let configuration = CacheOverrideURLProtocol.innerConfiguration(from: configuration)
+        self.sharesInnerSession = sharesInnerSession && cacheOverride != nil
         if let cacheOverride {
-            let route = TransportOverrideURLProtocol.Route(
-                override: cacheOverride, session: URLSession(configuration: configuration))
+            let inner =
+                sharesInnerSession
+                ? CacheOverrideURLProtocol.sharedInnerSession : URLSession(configuration: configuration)
+            let route = TransportOverrideURLProtocol.Route(override: cacheOverride, session: inner)
             overrideRoute = (TransportOverrideURLProtocol.register(route), route)
             configuration.protocolClasses = [TransportOverrideURLProtocol.self] + (configuration.protocolClasses ?? [])
         } else {
@@ -40,7 +51,7 @@ final class URLSessionLoader: NetworkLoading {
         session.finishTasksAndInvalidate()
         if let overrideRoute {
             TransportOverrideURLProtocol.unregister(overrideRoute.id)
-            overrideRoute.route.session.finishTasksAndInvalidate()
+            if !sharesInnerSession { overrideRoute.route.session.finishTasksAndInvalidate() }
         }
     }
 

@@ -18,6 +18,80 @@ struct CacheKey: Hashable, Sendable {
     /// One value per name in ``KeyHeaders/names`` (nil where absent); empty when all are absent,
     /// so the common request without identity headers allocates nothing here.
     let identity: [String?]
+    /// The three above folded into one word when the key is made (see ``KeyDigest``).
+    private let digest: UInt64
+
+    init(method: String, url: String, identity: [String?]) {
+        self.method = method
+        self.url = url
+        self.identity = identity
+        var digest = KeyDigest()
+        digest.add(url)
+        digest.add(method)
+        for value in identity { digest.add(value) }
+        self.digest = digest.value
+    }
+
+    /// Feeds `Hasher` one word instead of every byte of the URL: SipHash over the URL cost more
+    /// than the rest of a hit.
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(digest)
+    }
+
+    static func == (left: CacheKey, right: CacheKey) -> Bool {
+        left.digest == right.digest && left.url == right.url && left.method == right.method
+            && left.identity == right.identity
+    }
+}
+
+/// A fast 64-bit digest of a key's strings, eight bytes per multiplication.
+///
+/// It only spreads keys before `Hasher` (SipHash, seeded per process) hashes the digest, so what
+/// it must do is make equal digests rare: it starts from a per-process seed taken from `Hasher`
+/// (fixed when `SWIFT_DETERMINISTIC_HASHING` is set), so colliding keys cannot be prepared in
+/// advance, and keys whose digests do collide still compare unequal.
+struct KeyDigest {
+    private static let seed: UInt64 = {
+        var hasher = Hasher()
+        hasher.combine(0x7472_616E_7370_6F72 as UInt64)
+        return UInt64(truncatingIfNeeded: hasher.finalize())
+    }()
+
+    private(set) var value = KeyDigest.seed
+
+    mutating func add(_ string: String?) {
+        guard let string else {
+            value = Self.mix(value, 0x6E6F_6E65)
+            return
+        }
+        // Borrowed where the string stores its bytes contiguously (any native string); a copy of
+        // the string, as `withUTF8` makes, would cost a retain and a release.
+        if string.utf8.withContiguousStorageIfAvailable({ add(UnsafeRawBufferPointer($0)) }) == nil {
+            var copy = string
+            copy.withUTF8 { add(UnsafeRawBufferPointer($0)) }
+        }
+    }
+
+    private mutating func add(_ bytes: UnsafeRawBufferPointer) {
+        var state = Self.mix(value, UInt64(bytes.count))
+        var offset = 0
+        while offset + 8 <= bytes.count {
+            state = Self.mix(state, bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+            offset += 8
+        }
+        if offset < bytes.count {
+            var tail: UInt64 = 0
+            for index in offset..<bytes.count { tail = tail << 8 | UInt64(bytes[index]) }
+            state = Self.mix(state, tail)
+        }
+        value = state
+    }
+
+    /// One round: the two halves of a full-width product, as wyhash mixes.
+    private static func mix(_ state: UInt64, _ word: UInt64) -> UInt64 {
+        let product = (state ^ word ^ 0xA076_1D64_78BD_642F).multipliedFullWidth(by: 0xE703_7ED1_A0B4_28DB)
+        return product.high ^ product.low
+    }
 }
 
 /// The request headers that join the key, lowercased and sorted so keys are stable.
@@ -145,63 +219,94 @@ enum URLNormalization {
     /// info, no default port and no fragment.
     /// - Parameter httpOnly: also require the scheme to be http or https.
     static func isNormalized(_ string: String, httpOnly: Bool = false) -> Bool {
+        if let normalized = string.utf8.withContiguousStorageIfAvailable({ isNormalized($0, httpOnly: httpOnly) }) {
+            return normalized
+        }
         var string = string
         return string.withUTF8 { isNormalized(UnsafeBufferPointer(rebasing: $0[...]), httpOnly: httpOnly) }
     }
 
     private static func isNormalized(_ bytes: UnsafeBufferPointer<UInt8>, httpOnly: Bool) -> Bool {
+        // Read through the base pointer, without overflow checks on offsets bounded by `count`:
+        // a hit scans every byte, and this keeps each to a load, a shift and a test.
+        guard let base = bytes.baseAddress else { return false }
         let count = bytes.count
-        var index = 0
-        // Scheme: lowercase letters, digits, "+", "-", "." up to "://".
-        while index < count, bytes[index] != UInt8(ascii: ":") {
-            let byte = bytes[index]
-            guard
-                (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: "+")
-                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
-            else { return false }
-            index += 1
-        }
-        let schemeLength = index
-        guard schemeLength > 0, index + 3 <= count, bytes[index + 1] == UInt8(ascii: "/"),
-            bytes[index + 2] == UInt8(ascii: "/")
-        else { return false }
-        let isHTTP =
-            schemeLength >= 4 && bytes[0] == UInt8(ascii: "h") && bytes[1] == UInt8(ascii: "t")
-            && bytes[2] == UInt8(ascii: "t") && bytes[3] == UInt8(ascii: "p")
-            && (schemeLength == 4 || (schemeLength == 5 && bytes[4] == UInt8(ascii: "s")))
+        guard let (schemeLength, isHTTP) = scheme(base, count: count) else { return false }
         if httpOnly && !isHTTP { return false }
-        index += 3
-        // Authority up to "/", "?" or "#".
+        var index = schemeLength &+ 3
+        // Authority up to "/", "?" or "#": no capitals, no user info. The bytes that need a look
+        // are marked in two 64-bit masks; everything else (lowercase, digits, ".", "-") passes.
         let authorityStart = index
         var portStart = -1
+        // "#", "/", ":" and "?" among the bytes below 64; "@", "A" to "Z" and "]" among 64 to 127.
+        let lowMask: UInt64 = 1 << 0x23 | 1 << 0x2F | 1 << 0x3A | 1 << 0x3F
+        let highMask: UInt64 = 0x07FF_FFFF | 1 << (0x5D - 64)
         while index < count {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
-            if (byte >= 0x41 && byte <= 0x5A) || byte == UInt8(ascii: "@") { return false }
-            if byte == UInt8(ascii: ":") { portStart = index + 1 }
-            if byte == UInt8(ascii: "]") { portStart = -1 }
-            index += 1
+            let byte = base[index]
+            let marked = byte < 64 ? (lowMask >> byte) & 1 : byte < 128 ? (highMask >> (byte &- 64)) & 1 : 0
+            if marked != 0 {
+                if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
+                if byte == UInt8(ascii: ":") {
+                    portStart = index &+ 1
+                } else if byte == UInt8(ascii: "]") {
+                    portStart = -1
+                } else {
+                    return false  // a capital or "@"
+                }
+            }
+            index &+= 1
         }
         guard index > authorityStart else { return false }
         if portStart >= 0 {
-            let portLength = index - portStart
+            let portLength = index &- portStart
             if portLength == 0 { return false }
             if isHTTP, schemeLength == 4, portLength == 2,
-                bytes[portStart] == UInt8(ascii: "8"), bytes[portStart + 1] == UInt8(ascii: "0")
+                base[portStart] == UInt8(ascii: "8"), base[portStart &+ 1] == UInt8(ascii: "0")
             {
                 return false
             }
-            if isHTTP, schemeLength == 5, portLength == 3, bytes[portStart] == UInt8(ascii: "4"),
-                bytes[portStart + 1] == UInt8(ascii: "4"), bytes[portStart + 2] == UInt8(ascii: "3")
+            if isHTTP, schemeLength == 5, portLength == 3, base[portStart] == UInt8(ascii: "4"),
+                base[portStart &+ 1] == UInt8(ascii: "4"), base[portStart &+ 2] == UInt8(ascii: "3")
             {
                 return false
             }
         }
         // No fragment anywhere after the authority.
-        while index < count {
-            if bytes[index] == UInt8(ascii: "#") { return false }
-            index += 1
+        return index == count || memchr(base + index, Int32(UInt8(ascii: "#")), count &- index) == nil
+    }
+
+    /// The length of the scheme before "://" and whether it is http or https, when it is
+    /// lowercase letters, digits, "+", "-" or "."; nil otherwise.
+    private static func scheme(_ base: UnsafePointer<UInt8>, count: Int) -> (length: Int, isHTTP: Bool)? {
+        // The two schemes a transport caches, at once.
+        if count >= 8, base[0] == UInt8(ascii: "h"), base[1] == UInt8(ascii: "t"), base[2] == UInt8(ascii: "t"),
+            base[3] == UInt8(ascii: "p")
+        {
+            if base[4] == UInt8(ascii: ":"), base[5] == UInt8(ascii: "/"), base[6] == UInt8(ascii: "/") {
+                return (4, true)
+            }
+            if base[4] == UInt8(ascii: "s"), base[5] == UInt8(ascii: ":"), base[6] == UInt8(ascii: "/"),
+                base[7] == UInt8(ascii: "/")
+            {
+                return (5, true)
+            }
         }
-        return true
+        var index = 0
+        while index < count, base[index] != UInt8(ascii: ":") {
+            let byte = base[index]
+            guard
+                (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: "+")
+                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+            else { return nil }
+            index &+= 1
+        }
+        guard index > 0, index &+ 3 <= count, base[index &+ 1] == UInt8(ascii: "/"),
+            base[index &+ 2] == UInt8(ascii: "/")
+        else { return nil }
+        let isHTTP =
+            (index == 4 || index == 5) && base[0] == UInt8(ascii: "h") && base[1] == UInt8(ascii: "t")
+            && base[2] == UInt8(ascii: "t") && base[3] == UInt8(ascii: "p")
+            && (index == 4 || base[4] == UInt8(ascii: "s"))
+        return (index, isHTTP)
     }
 }

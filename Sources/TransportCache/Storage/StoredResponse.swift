@@ -155,7 +155,9 @@ final class StoredResponse: @unchecked Sendable {
 /// `@unchecked Sendable`: ``all`` is only read or written while the owning ``MemoryURLCache``'s
 /// lock is held.
 final class StoredVariants: @unchecked Sendable {
-    private(set) var all: [StoredResponse]
+    /// Unchecked: every access holds the store's lock already, and a hit would otherwise pay the
+    /// runtime's exclusivity check (a thread-local lookup) to read it.
+    @exclusivity(unchecked) private(set) var all: [StoredResponse]
 
     init(_ variants: [StoredResponse]) {
         all = variants

@@ -158,6 +158,11 @@ extension CachedTransport {
         /// the transport makes every caching decision itself, and a cookie added by the session
         /// after the cache key was built would let two identities share an entry. Default:
         /// `URLSessionConfiguration.ephemeral`. The value is copied when set and when read.
+        ///
+        /// Transports left with the default fetch through one inner session per process (see
+        /// ``CacheOverrideURLProtocol``), so a new transport finds the connections earlier ones
+        /// opened, and the default limit of connections per host applies to them together. A
+        /// transport given a configuration has sessions of its own.
         public var sessionConfiguration: URLSessionConfiguration {
             get { sessionConfigurationBox.configuration?.copy() as? URLSessionConfiguration ?? .ephemeral }
             set {
@@ -167,6 +172,9 @@ extension CachedTransport {
         }
 
         private var sessionConfigurationBox = SessionConfigurationBox(configuration: nil)
+
+        /// True while ``sessionConfiguration`` was never set.
+        var hasDefaultSessionConfiguration: Bool { sessionConfigurationBox.configuration == nil }
 
         /// A configuration with the defaults described on each property.
         public init() {}

@@ -65,7 +65,8 @@ public actor CachedTransport {
             configuration: configuration,
             loader: URLSessionLoader(
                 configuration: configuration.sessionConfiguration,
-                cacheOverride: configuration.effectiveCacheOverride
+                cacheOverride: configuration.effectiveCacheOverride,
+                sharesInnerSession: configuration.hasDefaultSessionConfiguration
             ))
     }
 
@@ -109,6 +110,7 @@ public actor CachedTransport {
     /// evictions, invalidations and the bytes held.
     public nonisolated var statistics: CacheStatistics {
         var statistics = store.statistics
+        statistics.coalescedJoins = inFlight.withLock { $0.coalescedJoins }
         statistics.subscribers = broadcaster.count
         return statistics
     }
@@ -133,44 +135,69 @@ public actor CachedTransport {
     ///   `URLError(.resourceUnavailable)` for `returnCacheDataDontLoad` without a stored entry;
     ///   `CancellationError` when the calling task is cancelled; `URLError(.badURL)` without a URL.
     public nonisolated(nonsending) func data(for request: URLRequest) async throws -> (Data, URLResponse) {
+        switch try route(request) {
+        case .answer(let data, let response):
+            return (data, response)
+        case .fetch(let key, let headers, let isReload):
+            return try await fetch(request, key: key, headers: headers, isReload: isReload)
+        case .send(let url, let bypassing):
+            return try await send(request, url: url, bypassing: bypassing)
+        case .followHTTPCaching(let key, let headers, let directives):
+            return try await httpCachingData(for: request, key: key, headers: headers, directives: directives)
+        }
+    }
+
+    /// What ``data(for:)`` does with a request.
+    enum Route {
+        /// Answered from memory.
+        case answer(Data, URLResponse)
+        /// Through ``fetch(_:key:headers:isReload:)``: coalesced, stored.
+        case fetch(CacheKey, headers: [String: String]?, isReload: Bool)
+        /// Through ``send(_:url:bypassing:)``: neither stored nor coalesced.
+        case send(URL, bypassing: Bool)
+        /// Through ``httpCachingData(for:key:headers:directives:)``: RFC 9111's rules.
+        case followHTTPCaching(CacheKey, headers: [String: String]?, directives: RequestDirectives)
+    }
+
+    /// Decides what ``data(for:)`` does with `request`, answering a hit on the spot.
+    ///
+    /// Synchronous, so that a hit, the path that must cost least, runs as plain calls: in an
+    /// async function the same code allocated part of its frame from the task allocator.
+    nonisolated func route(_ request: URLRequest) throws -> Route {
         guard let url = request.url else {
             store.record { $0.requests += 1 }
             throw URLError(.badURL)
         }
         let method = request.httpMethod ?? "GET"
-        guard method == "GET" || method == "HEAD" else {
-            return try await send(request, url: url)
-        }
+        guard method == "GET" || method == "HEAD" else { return .send(url, bypassing: false) }
         let headers = request.allHTTPHeaderFields
         guard let key = CacheKey(method: method, url: url, headers: headers, keyHeaders: keyHeaders) else {
-            return try await send(request, url: url)
+            return .send(url, bypassing: false)
         }
         let directives = RequestDirectives(headers)
-        if directives.bypassesStore {
-            return try await send(request, url: url, bypassing: true)
-        }
+        if directives.bypassesStore { return .send(url, bypassing: true) }
         switch request.cachePolicy {
         case .useProtocolCachePolicy where conformsToHTTPCaching && !directives.revalidates:
-            return try await httpCachingData(for: request, key: key, headers: headers, directives: directives)
+            return .followHTTPCaching(key, headers: headers, directives: directives)
         case .useProtocolCachePolicy, .returnCacheDataElseLoad:
             if directives.revalidates {
                 store.record { $0.requests += 1 }
-                return try await fetch(request, key: key, headers: headers, isReload: true)
+                return .fetch(key, headers: headers, isReload: true)
             }
             let instant = hasMaximumAge ? now() : nil
             if let hit = store.answer(for: key, headers: headers, at: instant, counting: true) {
                 if hit.revalidate { revalidateInBackground(request, key: key) }
-                return (hit.data, hit.response)
+                return .answer(hit.data, hit.response)
             }
-            return try await fetch(request, key: key, headers: headers, isReload: false)
+            return .fetch(key, headers: headers, isReload: false)
         case .returnCacheDataDontLoad:
             if let hit = store.answer(for: key, headers: headers, at: nil, counting: true) {
-                return (hit.data, hit.response)
+                return .answer(hit.data, hit.response)
             }
             throw URLError(.resourceUnavailable)
         default:
             store.record { $0.requests += 1 }
-            return try await fetch(request, key: key, headers: headers, isReload: true)
+            return .fetch(key, headers: headers, isReload: true)
         }
     }
 

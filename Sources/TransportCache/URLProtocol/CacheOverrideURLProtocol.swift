@@ -56,8 +56,9 @@ open class CacheOverrideURLProtocol: URLProtocol {
 
     private let loading = Locked(Loading())
 
-    /// The session that performs intercepted requests when the protocol is installed on its own.
-    private static let sharedInnerSession = URLSession(configuration: innerConfiguration(from: .ephemeral))
+    /// The session that performs intercepted requests when the protocol is installed on its own,
+    /// and those of every transport with the default session configuration. Never invalidated.
+    static let sharedInnerSession = URLSession(configuration: innerConfiguration(from: .ephemeral))
 
     /// A configuration for an inner session: no cache, no cookies, and not this protocol.
     static func innerConfiguration(from base: URLSessionConfiguration) -> URLSessionConfiguration {
