@@ -38,6 +38,22 @@ struct SecurityTests {
         }
     }
 
+    @Test("a cookie the origin sets for one transport is never sent by another sharing its connections")
+    func sharedInnerSessionKeepsNoCookies() async throws {
+        // Transports with the default session configuration fetch through one inner session.
+        try await withOrigin { origin in
+            let first = CachedTransport()
+            let (_, response) = try await first.data(from: origin.url("/login?setcookie=1"))
+            #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Set-Cookie") != nil)
+            let second = CachedTransport()
+            let body = try await second.data(from: origin.url("/me")).0
+            #expect(!body.text.contains("cookie="))
+            #expect(await origin.lastRequestHeader("Cookie", for: "/me") == nil)
+            // The first transport does not send it again either.
+            #expect(!(try await first.data(from: origin.url("/me?again=1")).0.text.contains("cookie=")))
+        }
+    }
+
     @Test("12 identities on 8 workers with invalidations in between: every body names its own caller")
     func identitiesUnderLoad() async throws {
         try await withOrigin { origin in

@@ -8,7 +8,7 @@ import FoundationNetworking
 /// A class, so that adding the ten-thousandth waiter mutates its table in place instead of
 /// copying a struct that holds it (which made joins quadratic).
 ///
-/// `@unchecked Sendable`: a fetch is only reached through ``InFlight``, and so only read or
+/// `@unchecked Sendable` is safe here: a fetch is only reached through ``InFlight``, and so only read or
 /// written while the transport's in-flight lock is held.
 final class Fetch: @unchecked Sendable {
     let key: CacheKey
@@ -35,6 +35,10 @@ final class Fetch: @unchecked Sendable {
     /// Waiters in the order they joined, with a hole where one left. Callers are resumed in that
     /// order: the Swift runtime removes a finished child from its task group by walking a list,
     /// so resuming ten thousand callers in hash order made the callers' own task group quadratic.
+    ///
+    /// Exclusivity is unchecked on these two because the in-flight lock, held for every access,
+    /// already makes each access exclusive; the runtime's check would add a thread-local lookup
+    /// to each of ten thousand joins.
     @exclusivity(unchecked) private var ordered: [Waiter?] = []
     @exclusivity(unchecked) private var attached = 0
 
@@ -80,11 +84,13 @@ final class Fetch: @unchecked Sendable {
 /// lookups: ten thousand callers of one fetch each paid two dictionary insertions and two
 /// removals to be found again.
 ///
-/// `@unchecked Sendable`: `continuation` is set once, before the waiter is attached to a fetch
+/// `@unchecked Sendable` is safe here: `continuation` is set once, before the waiter is attached to a fetch
 /// under the in-flight lock; `fetchID` and `position` are only read or written with that lock
 /// held.
 final class Waiter: @unchecked Sendable {
     let request: URLRequest
+    // Exclusivity is unchecked on the three below for the reason given on the class: each access
+    // happens under the in-flight lock, or before the waiter is attached and visible to others.
     /// Resumed exactly once, by whoever detaches the waiter under the in-flight lock (the fetch's
     /// completion or the caller's cancellation), or at once when it is never attached.
     @exclusivity(unchecked) var continuation: UnsafeContinuation<(Data, URLResponse), any Error>?

@@ -72,7 +72,7 @@ extension HTTPURLResponse {
 /// names, the cost of the entry) reads these instead of asking the response again, and the
 /// transport does not apply the override a second time to a response that already went through it.
 ///
-/// `@unchecked Sendable`: `headerFields` is set in the initializers and never changed.
+/// `@unchecked Sendable` is safe here: `headerFields` is set in the initializers and never changed.
 final class OverriddenHTTPURLResponse: HTTPURLResponse, @unchecked Sendable {
     private(set) var headerFields: HeaderFields
     /// Its `max-age` is above zero, so rewriting it again would change nothing.

@@ -15,7 +15,7 @@ import Glibc
 /// makes access exclusive, and a class property would add a dynamic exclusivity check (a
 /// thread-local lookup) to every access on the hit path.
 ///
-/// `@unchecked Sendable`: the value is only read or written inside ``withLock(_:)``, while the lock
+/// `@unchecked Sendable` is safe here: the value is only read or written inside ``withLock(_:)``, while the lock
 /// is held, and the lock and pointer are immutable after `init`.
 final class Locked<Value: Sendable>: @unchecked Sendable {
     // `@unchecked`: `value` is only read or written inside `withLock`, while the lock is held.

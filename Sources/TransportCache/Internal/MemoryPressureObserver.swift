@@ -6,7 +6,7 @@ import Dispatch
 /// Only Apple platforms have `DispatchSource.makeMemoryPressureSource`; Linux's Dispatch does
 /// not. One source per level, so that each handler knows its level without reading the source.
 ///
-/// `@unchecked Sendable`: the sources are set up in `init` and only cancelled in `deinit`, and
+/// `@unchecked Sendable` is safe here: the sources are set up in `init` and only cancelled in `deinit`, and
 /// dispatch sources may be used from any thread.
 final class MemoryPressureObserver: @unchecked Sendable {
     private let sources: [any DispatchSourceMemoryPressure]

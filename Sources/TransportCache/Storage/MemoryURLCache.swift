@@ -18,7 +18,7 @@ import FoundationNetworking
 /// hopping onto the actor. The `URLCache` overrides keep the class usable wherever a `URLCache` is
 /// expected and apply the same key rules.
 ///
-/// `@unchecked Sendable`: all mutable state is in ``state``, behind a lock; every other stored
+/// `@unchecked Sendable` is safe here: all mutable state is in ``state``, behind a lock; every other stored
 /// property is an immutable `let` of a Sendable type (see the note inside the class).
 final class MemoryURLCache: URLCache, @unchecked Sendable {
     // `@unchecked` because `URLCache` is an Objective-C-style class whose Sendable conformance the

@@ -7,7 +7,7 @@ import FoundationNetworking
 ///
 /// A class, so that a hit takes it out of the store with one retain rather than copying each field.
 ///
-/// `@unchecked Sendable`: every stored property but ``decoded`` and the lazily built
+/// `@unchecked Sendable` is safe here: every stored property but ``decoded`` and the lazily built
 /// stale-window response is an immutable `let` of a Sendable type, and those two are only read or
 /// written while the owning ``MemoryURLCache``'s lock is held.
 final class StoredResponse: @unchecked Sendable {
@@ -152,7 +152,7 @@ final class StoredResponse: @unchecked Sendable {
 /// among a key's variants, so that callers alternating between header values are each answered
 /// from memory.
 ///
-/// `@unchecked Sendable`: ``all`` is only read or written while the owning ``MemoryURLCache``'s
+/// `@unchecked Sendable` is safe here: ``all`` is only read or written while the owning ``MemoryURLCache``'s
 /// lock is held.
 final class StoredVariants: @unchecked Sendable {
     /// Unchecked: every access holds the store's lock already, and a hit would otherwise pay the

@@ -198,7 +198,7 @@ extension CachedTransport {
 
 /// Holds a private copy of a `URLSessionConfiguration`.
 ///
-/// `@unchecked Sendable`: the configuration is copied on the way in and on the way out and never
+/// `@unchecked Sendable` is safe here: the configuration is copied on the way in and on the way out and never
 /// mutated in between, so no two threads ever share a configuration object through this box.
 private struct SessionConfigurationBox: @unchecked Sendable {
     let configuration: URLSessionConfiguration?

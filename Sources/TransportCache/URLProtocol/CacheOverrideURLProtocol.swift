@@ -246,7 +246,7 @@ open class CacheOverrideURLProtocol: URLProtocol {
 
 /// Carries a protocol instance into the closures of the queue hop and the inner task.
 ///
-/// `@unchecked Sendable`: `URLProtocol` is not Sendable, but the instance is only used there
+/// `@unchecked Sendable` is safe here: `URLProtocol` is not Sendable, but the instance is only used there
 /// through `loading` (behind a lock) and `finish`, which holds that lock across its client calls;
 /// `request` and `client` are set by the loading system before `startLoading()` and only read.
 private struct Unshared<Value: AnyObject>: @unchecked Sendable {

@@ -19,7 +19,7 @@ struct DecodedValueKey: Hashable, Sendable {
 /// its identity cannot be taken by a new decoder with other settings while the value lives. A
 /// value keyed by settings holds no decoder: a fresh decoder per call is released with its call.
 ///
-/// `@unchecked Sendable`: every stored property is an immutable `let` of a Sendable type; the class
+/// `@unchecked Sendable` is safe here: every stored property is an immutable `let` of a Sendable type; the class
 /// is not final only so that ``DecodedValue`` can carry the value.
 class AnyDecodedValue: @unchecked Sendable {
     /// The bytes the value was decoded from.
@@ -36,7 +36,7 @@ class AnyDecodedValue: @unchecked Sendable {
     static let overhead = 64
 }
 
-/// `@unchecked Sendable` for the same reason as ``AnyDecodedValue``: `value` is an immutable `let`
+/// `@unchecked Sendable` is safe here for the same reason as ``AnyDecodedValue``: `value` is an immutable `let`
 /// of a Sendable type.
 final class DecodedValue<Value: Sendable>: AnyDecodedValue, @unchecked Sendable {
     let value: Value

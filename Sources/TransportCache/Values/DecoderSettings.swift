@@ -114,7 +114,7 @@ struct PropertyListDecoderSettings: Hashable, Sendable {}
 /// Settings a decoder declared through ``ResponseDecoding/decodingSettings``, type-erased so that
 /// they can be compared and hashed.
 ///
-/// `@unchecked Sendable`: the box is made only from an `any Hashable & Sendable` and never
+/// `@unchecked Sendable` is safe here: the box is made only from an `any Hashable & Sendable` and never
 /// mutated; `AnyHashable` is not `Sendable` only because it may hold anything.
 struct DeclaredSettings: Hashable, @unchecked Sendable {
     private let settings: AnyHashable
