@@ -74,11 +74,9 @@ struct BadInputTests {
             "http://:80/items",
         ])
     func malformedURL(string: String) async throws {
-        var configuration = CachedTransport.Configuration()
         let session = URLSessionConfiguration.ephemeral
         session.timeoutIntervalForRequest = 5
-        configuration.sessionConfiguration = session
-        let transport = CachedTransport(configuration: configuration)
+        let transport = CachedTransport(sessionConfiguration: session)
         let url = try #require(URL(string: string))
         let error = await thrownError { try await transport.data(from: url) }
         #expect(error is URLError)
@@ -190,7 +188,7 @@ struct BadInputTests {
     func degenerateChangeBuffer(limit: Int) async throws {
         let transport = makeTransport(loader: TestLoader()) { $0.changeBufferLimit = limit }
         var changes = transport.changes().makeAsyncIterator()
-        await transport.invalidateAll()
+        transport.invalidateAll()
         #expect(await changes.next() == .cleared)
     }
 

@@ -7,7 +7,7 @@ struct CacheKeyTests {
     let headers = KeyHeaders(extra: ["X-Tenant"])
 
     func key(_ url: String, _ fields: [String: String]? = nil, method: String = "GET") -> CacheKey? {
-        CacheKey(method: method, url: URL(string: url)!, headers: fields, keyHeaders: headers)
+        CacheKey(method: method, url: URL(string: url)!, fields: fields, keyHeaders: headers)
     }
 
     @Test("scheme and host are lowercased, the default port and the fragment dropped")

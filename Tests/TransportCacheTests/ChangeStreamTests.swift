@@ -21,8 +21,8 @@ struct ChangeStreamTests {
         let transport = makeTransport(loader: TestLoader())
         var changes = transport.changes().makeAsyncIterator()
         _ = try await transport.data(for: request(url))
-        await transport.invalidate(request(url))
-        await transport.invalidateAll()
+        transport.invalidate(request(url))
+        transport.invalidateAll()
         #expect(await changes.next() == .updated(URL(string: url)!))
         #expect(await changes.next() == .invalidated(urls: [URL(string: url)!], endpoint: nil))
         #expect(await changes.next() == .cleared)
@@ -34,7 +34,7 @@ struct ChangeStreamTests {
         _ = try await transport.data(for: request("https://api.example.com/items/2"))
         _ = try await transport.data(for: request("https://api.example.com/items/1"))
         var changes = transport.changes().makeAsyncIterator()
-        await transport.invalidate(.pathPrefix("/items"))
+        transport.invalidate(.pathPrefix("/items"))
         guard case let .invalidated(urls, endpoint)? = await changes.next() else {
             Issue.record("expected an invalidation")
             return
@@ -48,7 +48,7 @@ struct ChangeStreamTests {
         let transport = makeTransport(loader: TestLoader())
         var mine = transport.changes(for: .url(URL(string: url)!)).makeAsyncIterator()
         _ = try await transport.data(for: request("https://api.example.com/other"))
-        await transport.invalidate(request("https://api.example.com/other"))
+        transport.invalidate(request("https://api.example.com/other"))
         _ = try await transport.data(for: request(url))
         #expect(await mine.next() == .updated(URL(string: url)!))
     }
@@ -58,7 +58,7 @@ struct ChangeStreamTests {
         let transport = makeTransport(loader: TestLoader())
         let streams = (0..<1_000).map { _ in transport.changes() }
         #expect(transport.statistics.subscribers == 1_000)
-        await transport.invalidate(request(url))
+        transport.invalidate(request(url))
         var heard = 0
         for stream in streams {
             var iterator = stream.makeAsyncIterator()
@@ -76,7 +76,7 @@ struct ChangeStreamTests {
         _ = try await transport.refresh(request(url))  // same bytes: no event
         version.withLock { $0 = 2 }
         _ = try await transport.refresh(request(url))  // new bytes: updated
-        await transport.invalidateAll()
+        transport.invalidateAll()
         #expect(await changes.next() == .updated(URL(string: url)!))
         #expect(await changes.next() == .cleared)
     }
@@ -108,8 +108,8 @@ struct ChangeStreamTests {
     func boundedBuffer() async throws {
         let transport = makeTransport(loader: TestLoader()) { $0.changeBufferLimit = 3 }
         var slow = transport.changes().makeAsyncIterator()
-        for index in 0..<10 { await transport.invalidate(request("https://example.com/\(index)")) }
-        await transport.invalidateAll()
+        for index in 0..<10 { transport.invalidate(request("https://example.com/\(index)")) }
+        transport.invalidateAll()
         #expect(await slow.next() == .invalidated(urls: [URL(string: "https://example.com/8")!], endpoint: nil))
         #expect(await slow.next() == .invalidated(urls: [URL(string: "https://example.com/9")!], endpoint: nil))
         #expect(await slow.next() == .cleared)
@@ -188,7 +188,7 @@ struct StaleIfErrorTests {
             $0.staleIfError = true
         }
         _ = try await transport.data(for: request(url))
-        await transport.invalidate(request(url))
+        transport.invalidate(request(url))
         let error = await thrownError { try await transport.data(for: request(url)) }
         #expect((error as? URLError)?.code == .notConnectedToInternet)
     }

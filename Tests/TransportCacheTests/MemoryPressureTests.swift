@@ -72,7 +72,7 @@ struct MemoryPressureTests {
         _ = try await transport.value(Feed.self, for: request(url))
         var changes = transport.changes().makeAsyncIterator()
         transport.trim(for: .warning)  // far below half the capacity: only the value goes
-        await transport.invalidateAll()
+        transport.invalidateAll()
         #expect(await transport.decodedValuesHeld == 0)
         #expect(await changes.next() == .cleared)
     }

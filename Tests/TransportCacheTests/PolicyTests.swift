@@ -90,7 +90,7 @@ struct PolicyTests {
         let clock = TestClock()
         let transport = makeTransport(loader: loader, clock: clock) {
             $0.maximumAge = .seconds(3600)
-            $0.maximumAges = [(.pathPrefix("/live"), .seconds(5))]
+            $0.maximumAges = [EndpointSetting(.pathPrefix("/live"), .seconds(5))]
         }
         _ = try await transport.data(for: request("https://api.example.com/live/score"))
         _ = try await transport.data(for: request("https://api.example.com/static/logo"))

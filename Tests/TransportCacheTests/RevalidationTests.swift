@@ -26,7 +26,7 @@ struct RevalidationTests {
         #expect(transport.statistics.notModified == 1)
         #expect(transport.statistics.conditionalRequests == 1)
         // The next change is the invalidation below, not an update from the refresh.
-        await transport.invalidate(request(url))
+        transport.invalidate(request(url))
         #expect(await changes.next() == .invalidated(urls: [URL(string: url)!], endpoint: nil))
     }
 
@@ -171,7 +171,7 @@ struct RevalidationTests {
         let (stored, _) = try await transport.data(for: request(url))
         let refresh = Task { try await transport.refresh(request(url)) }
         await loader.waitForCalls(2)
-        await transport.invalidate(request(url))
+        transport.invalidate(request(url))
         loader.openGate()
 
         let (data, response) = try await refresh.value
@@ -194,8 +194,7 @@ struct RevalidationTests {
         let (stored, _) = try await transport.data(for: request(url))
         let refresh = Task { try await transport.refresh(request(url)) }
         await loader.waitForCalls(2)
-        let store = await transport.store
-        store.memoryCapacity = 0
+        transport.trim(for: .critical)
         loader.openGate()
         let (data, _) = try await refresh.value
         #expect(data == stored)

@@ -133,7 +133,7 @@ struct StaleWhileRevalidateTests {
         clock.advance(by: .seconds(70))
         _ = try await transport.data(for: request(url))
         await loader.waitForCalls(2)
-        await transport.invalidate(request(url))
+        transport.invalidate(request(url))
         loader.openGate()
         await waitUntil { transport.pendingWork.fetches == 0 }
         #expect(transport.statistics.entries == 0)
@@ -163,7 +163,7 @@ struct StaleWhileRevalidateTests {
         let clock = TestClock()
         let transport = makeTransport(loader: loader, clock: clock) {
             $0.maximumAge = .seconds(60)
-            $0.staleWhileRevalidateWindows = [(.pathPrefix("/feed"), .seconds(600))]
+            $0.staleWhileRevalidateWindows = [EndpointSetting(.pathPrefix("/feed"), .seconds(600))]
         }
         _ = try await transport.data(for: request(url))
         _ = try await transport.data(for: request("https://api.example.com/other"))

@@ -121,42 +121,22 @@ struct StorageTests {
     }
 
     @Test("storing the same key twice replaces the entry and then evicting does not crash")
-    func storeTwice() {
+    func storeTwice() async throws {
         // The sequence that crashes corelibs' own URLCache (capacity 1000: A, A, B, C).
-        let cache = MemoryURLCache(memoryCapacity: 1_000, maximumEntryShare: 1, keyHeaders: KeyHeaders(extra: []))
-        func store(_ name: String, _ size: Int) {
-            let request = URLRequest(url: URL(string: "https://example.com/\(name)")!)
-            let response = HTTPURLResponse(url: request.url!, statusCode: 200, httpVersion: nil, headerFields: nil)!
-            cache.storeCachedResponse(CachedURLResponse(response: response, data: Data(count: size)), for: request)
+        let loader = TestLoader(respond: { request, _ in
+            let size = request.url!.lastPathComponent == "c" ? 100 : 20
+            return (Data(count: size), TestLoader.response(for: request, status: 200))
+        })
+        let transport = makeTransport(loader: loader) {
+            $0.memoryCapacity = 1_000
+            $0.maximumEntryShare = 1
         }
-        store("a", 100)
-        store("a", 100)
-        store("b", 100)
-        store("c", 400)
-        #expect(cache.currentMemoryUsage <= 1_000)
-        #expect(cache.cachedResponse(for: URLRequest(url: URL(string: "https://example.com/c")!)) != nil)
-    }
-
-    @Test("as a URLCache, it keys by the full URL and the identity headers")
-    func urlCacheInterface() {
-        let cache = MemoryURLCache(memoryCapacity: 100_000, maximumEntryShare: 1, keyHeaders: KeyHeaders(extra: []))
-        var first = URLRequest(url: URL(string: "https://example.com/items?page=1")!)
-        first.setValue("Bearer alice", forHTTPHeaderField: "Authorization")
-        let response = HTTPURLResponse(url: first.url!, statusCode: 200, httpVersion: nil, headerFields: nil)!
-        cache.storeCachedResponse(CachedURLResponse(response: response, data: Data("one".utf8)), for: first)
-        #expect(cache.cachedResponse(for: first)?.data == Data("one".utf8))
-        var otherPage = first
-        otherPage.url = URL(string: "https://example.com/items?page=2")
-        #expect(cache.cachedResponse(for: otherPage) == nil)
-        var otherUser = first
-        otherUser.setValue("Bearer bob", forHTTPHeaderField: "Authorization")
-        #expect(cache.cachedResponse(for: otherUser) == nil)
-        var post = first
-        post.httpMethod = "POST"
-        #expect(cache.cachedResponse(for: post) == nil)
-        cache.removeCachedResponse(for: first)
-        #expect(cache.cachedResponse(for: first) == nil)
-        #expect(cache.currentDiskUsage == 0)
+        for name in ["a", "a", "b", "c"] {
+            _ = try await transport.refresh(request("https://example.com/\(name)"))
+        }
+        #expect(transport.statistics.bytesHeld <= 1_000)
+        _ = try await transport.data(for: request("https://example.com/c"))
+        #expect(loader.callCount(for: "https://example.com/c") == 1)
     }
 
     @Test("no file appears under the user's cache directory")
@@ -171,17 +151,6 @@ struct StorageTests {
         let loader = TestLoader(respond: TestLoader.body(size: 4_096))
         let transport = makeTransport(loader: loader)
         for index in 0..<100 { _ = try await transport.data(for: request("https://example.com/\(index)")) }
-        let cache = MemoryURLCache(memoryCapacity: 10_000, maximumEntryShare: 1, keyHeaders: KeyHeaders(extra: []))
-        let stored = URLRequest(url: URL(string: "https://example.com/x")!)
-        cache.storeCachedResponse(
-            CachedURLResponse(
-                response: HTTPURLResponse(url: stored.url!, statusCode: 200, httpVersion: nil, headerFields: nil)!,
-                data: Data(count: 100),
-                userInfo: nil,
-                storagePolicy: .allowed
-            ),
-            for: stored
-        )
         #expect(transport.statistics.entries == 100)
         #expect(Self.files(under: caches).subtracting(before).isEmpty)
         #expect(Self.files(under: caches).isEmpty)

@@ -210,7 +210,7 @@ struct ValueSharingTests {
             _ = try await transport.value(Feed.self, for: request(url), decoder: decoder)
         }
         #expect(held != nil)
-        await transport.invalidate(request(url))
+        transport.invalidate(request(url))
         #expect(held == nil)
     }
 

@@ -77,7 +77,9 @@ extension CachedTransport {
     var callersWaitingForDecode: Int {
         store.state.withLock { state in
             var total = 0
-            state.forEachStoredResponse { _, stored in total += stored.decoded.waitingCallers }
+            state.entries.forEachEntry { _, variants in
+                for stored in variants.all { total += stored.decoded.waitingCallers }
+            }
             return total
         }
     }
@@ -86,7 +88,9 @@ extension CachedTransport {
     var decodedValuesHeld: Int {
         store.state.withLock { state in
             var total = 0
-            state.forEachStoredResponse { _, stored in total += stored.decoded.count }
+            state.entries.forEachEntry { _, variants in
+                for stored in variants.all { total += stored.decoded.count }
+            }
             return total
         }
     }
@@ -163,7 +167,7 @@ struct ValueTests {
         let transport = makeTransport(loader: loader)
         let decoder = CountingDecoder()
         let before = try await transport.value(Feed.self, for: request(url), decoder: decoder)
-        await transport.invalidate(request(url))
+        transport.invalidate(request(url))
         let after = try await transport.value(Feed.self, for: request(url), decoder: decoder)
         #expect(before !== after)
         #expect(decoder.count == 2)
@@ -349,10 +353,10 @@ struct ValueStreamTests {
         var values = transport.values(Feed.self, for: request(url)).makeAsyncIterator()
         #expect(try await values.next()?.version == 1)
         version.withLock { $0 = 2 }
-        await transport.invalidate(request(url))
+        transport.invalidate(request(url))
         #expect(try await values.next()?.version == 2)
         version.withLock { $0 = 3 }
-        await transport.invalidateAll()
+        transport.invalidateAll()
         #expect(try await values.next()?.version == 3)
         #expect(loader.callCount == 3)
     }
@@ -377,7 +381,7 @@ struct ValueStreamTests {
         let transport = makeTransport(loader: loader)
         var values = transport.values(Feed.self, for: request(url)).makeAsyncIterator()
         #expect(try await values.next()?.version == 1)
-        await transport.invalidate(request(url))
+        transport.invalidate(request(url))
         await loader.waitForCalls(2)
         version.withLock { $0 = 3 }
         _ = try await transport.refresh(request(url))

@@ -57,7 +57,7 @@ struct VariantTests {
         for flavor in ["a", "b", "c"] { _ = try await transport.data(for: request(url, headers: ["X-Flavor": flavor])) }
         let held = transport.statistics.bytesHeld
         #expect(held > 0)
-        await transport.invalidate(request(url))
+        transport.invalidate(request(url))
         #expect(transport.statistics.bytesHeld == 0)
         for flavor in ["a", "b", "c"] { _ = try await transport.data(for: request(url, headers: ["X-Flavor": flavor])) }
         #expect(loader.callCount == 6)

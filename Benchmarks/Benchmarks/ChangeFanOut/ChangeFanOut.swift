@@ -60,7 +60,7 @@ let benchmarks: @Sendable () -> Void = {
         await subscribed.wait()
         benchmark.startMeasurement()
         await Task.detached {
-            await transport.invalidate(request)
+            transport.invalidate(request)
             await countdown.wait()
         }.value
         benchmark.stopMeasurement()

@@ -63,8 +63,7 @@ private func makeTransport() async throws {
     configuration.cacheOverride = nil
     let session = URLSessionConfiguration.ephemeral
     session.protocolClasses = [ArticlesProtocol.self]
-    configuration.sessionConfiguration = session
-    let cached = CachedTransport(configuration: configuration)
+    let cached = CachedTransport(configuration: configuration, sessionConfiguration: session)
     // Stored and decoded once, before measuring.
     _ = try await cached.value([Article].self, for: articlesRequest)
     transport.value = cached

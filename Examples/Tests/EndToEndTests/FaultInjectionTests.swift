@@ -17,9 +17,8 @@ struct FaultInjectionTests {
         var configuration = CachedTransport.Configuration()
         let session = URLSessionConfiguration.ephemeral
         session.timeoutIntervalForRequest = timeout
-        configuration.sessionConfiguration = session
         configure(&configuration)
-        return CachedTransport(configuration: configuration)
+        return CachedTransport(configuration: configuration, sessionConfiguration: session)
     }
 
     /// `url` with the origin told, through a header that is not part of the key, to answer as if
@@ -118,7 +117,7 @@ struct FaultInjectionTests {
             #expect(!response.isStaleAnswer)
             #expect(try await transport.data(from: url).0 == stored)
             #expect(await origin.hits(path: "/feed") == 2)
-            await transport.invalidateAll()
+            transport.invalidateAll()
             #expect(await changes.next() == .cleared)
         }
     }

@@ -27,7 +27,7 @@ struct HTTPSemanticsEndToEndTests {
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
             #expect(await origin.notModifiedAnswers(path) == 1)
             #expect(transport.statistics.notModified == 1)
-            await transport.invalidate(URLRequest(url: origin.url(path)))
+            transport.invalidate(URLRequest(url: origin.url(path)))
             #expect(await changes.next() == .invalidated(urls: [origin.url(path)], endpoint: nil))
         }
     }
@@ -232,7 +232,7 @@ struct HTTPSemanticsEndToEndTests {
                 try await transport.refresh(request(origin.url(path), headers: ["X-Origin-Query": "gate=1"]))
             }
             await origin.waitForHits(path, count: 2)
-            await transport.invalidate(URLRequest(url: origin.url(path)))
+            transport.invalidate(URLRequest(url: origin.url(path)))
             await origin.openGate()
             let (data, response) = try await refresh.value
             #expect(data == stored)

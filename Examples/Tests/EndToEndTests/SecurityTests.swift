@@ -75,7 +75,7 @@ struct SecurityTests {
                             let identity = identities[(worker * 7 + step * 5) % identities.count]
                             let url = origin.url("/account/\(step % 10)")
                             if step % 11 == 0 {
-                                await transport.invalidate(.url(url))
+                                transport.invalidate(.url(url))
                                 continue
                             }
                             let body = try await transport.data(for: request(url, headers: identity)).0.text

@@ -40,8 +40,7 @@ struct StressTests {
             let session = URLSessionConfiguration.ephemeral
             session.timeoutIntervalForRequest = 30
             session.httpMaximumConnectionsPerHost = 16
-            configuration.sessionConfiguration = session
-            let transport = CachedTransport(configuration: configuration)
+            let transport = CachedTransport(configuration: configuration, sessionConfiguration: session)
             let run = StressRun(origin: origin, transport: transport)
             let residentBefore = ResidentMemory.current
 
@@ -182,12 +181,12 @@ final class StressRun: Sendable {
             case 450..<550:
                 await read(key: key, url: url, identity: identity, policy: .reloadIgnoringLocalCacheData)
             case 550..<620:
-                await transport.invalidate(Self.request(url, identity: identity))
+                transport.invalidate(Self.request(url, identity: identity))
             case 620..<670:
                 await bumpThroughTransport(key: key, url: url)
             case 670..<700:
                 let version = await origin.bumpVersion(of: "/k/\(key)")
-                await transport.invalidate(.url(url))
+                transport.invalidate(.url(url))
                 raiseFloor(of: key, to: version)
             case 700..<850:
                 await cancelledRead(key: key, url: url, identity: identity, yields: Int(random.next() % 4))
@@ -196,7 +195,7 @@ final class StressRun: Sendable {
             case 900..<998:
                 await subscribeAndDrop(url: url, listen: random.next() % 2 == 0)
             default:
-                await transport.invalidateAll()
+                transport.invalidateAll()
             }
             let held = transport.statistics.bytesHeld
             state.withLock { $0.peakBytes = max($0.peakBytes, held) }

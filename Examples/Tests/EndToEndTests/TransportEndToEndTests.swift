@@ -225,7 +225,7 @@ struct TransportEndToEndTests {
             await origin.closeGate()
             let early = Task { try await transport.data(from: url) }
             await origin.waitForHits("/items?gate=1", count: 1)
-            await transport.invalidate(URLRequest(url: url))
+            transport.invalidate(URLRequest(url: url))
             await origin.openGate()
             let earlyBody = try await early.value.0
             #expect(earlyBody.text.contains("hit=1"))

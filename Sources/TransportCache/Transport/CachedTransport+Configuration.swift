@@ -37,7 +37,7 @@ extension CachedTransport {
 
         /// Per-endpoint maximum ages, taking precedence over ``maximumAge``; the first endpoint that
         /// matches a URL decides.
-        public var maximumAges: [(endpoint: Endpoint, maximumAge: Duration)] = []
+        public var maximumAges: [EndpointSetting<Duration>] = []
 
         /// Revalidate instead of downloading again. When true, whenever the transport goes to the
         /// network for a key that still holds an entry (``CachedTransport/refresh(_:)``, the
@@ -63,7 +63,7 @@ extension CachedTransport {
 
         /// Per-endpoint stale-while-revalidate windows, taking precedence over
         /// ``staleWhileRevalidate``; the first endpoint that matches a URL decides.
-        public var staleWhileRevalidateWindows: [(endpoint: Endpoint, window: Duration)] = []
+        public var staleWhileRevalidateWindows: [EndpointSetting<Duration>] = []
 
         /// How many representations one URL and identity keeps when the origin names request
         /// headers in `Vary`: one per combination of their values, least recently used dropped
@@ -151,55 +151,16 @@ extension CachedTransport {
         /// Default: true.
         public var respondsToMemoryPressure = true
 
-        /// The configuration of the transport's own URLSession: timeouts, extra headers,
-        /// connection limits, protocol classes.
+        /// The time entries age by: the system's clocks, or a ``ManualCacheClock`` in tests so
+        /// that they age entries without sleeping.
         ///
-        /// Whatever is set here, the transport's session keeps no `URLCache` and no cookie storage:
-        /// the transport makes every caching decision itself, and a cookie added by the session
-        /// after the cache key was built would let two identities share an entry. Default:
-        /// `URLSessionConfiguration.ephemeral`. The value is copied when set and when read.
-        ///
-        /// Transports left with the default fetch through one inner session per process (see
-        /// ``CacheOverrideURLProtocol``), so a new transport finds the connections earlier ones
-        /// opened, and the default limit of connections per host applies to them together. A
-        /// transport given a configuration has sessions of its own.
-        public var sessionConfiguration: URLSessionConfiguration {
-            get { sessionConfigurationBox.configuration?.copy() as? URLSessionConfiguration ?? .ephemeral }
-            set {
-                sessionConfigurationBox = SessionConfigurationBox(
-                    configuration: newValue.copy() as? URLSessionConfiguration)
-            }
-        }
-
-        private var sessionConfigurationBox = SessionConfigurationBox(configuration: nil)
-
-        /// True while ``sessionConfiguration`` was never set.
-        var hasDefaultSessionConfiguration: Bool { sessionConfigurationBox.configuration == nil }
+        /// Default: ``CacheClock/continuous``.
+        public var clock: CacheClock = .continuous
 
         /// A configuration with the defaults described on each property.
         public init() {}
 
-        func maximumAge(for url: URL) -> Duration? {
-            for rule in maximumAges where rule.endpoint.matches(url) { return rule.maximumAge }
-            return maximumAge
-        }
-
-        func staleWindow(for url: URL) -> Duration? {
-            for rule in staleWhileRevalidateWindows where rule.endpoint.matches(url) { return rule.window }
-            return staleWhileRevalidate
-        }
-
-        var hasMaximumAge: Bool { maximumAge != nil || !maximumAges.isEmpty }
-
         /// The header override the transport applies: none when it follows HTTP caching.
         var effectiveCacheOverride: CacheOverride? { conformsToHTTPCaching ? nil : cacheOverride }
     }
-}
-
-/// Holds a private copy of a `URLSessionConfiguration`.
-///
-/// `@unchecked Sendable` is safe here: the configuration is copied on the way in and on the way out and never
-/// mutated in between, so no two threads ever share a configuration object through this box.
-private struct SessionConfigurationBox: @unchecked Sendable {
-    let configuration: URLSessionConfiguration?
 }

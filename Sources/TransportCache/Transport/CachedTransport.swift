@@ -40,68 +40,78 @@ import FoundationNetworking
 ///
 /// A response that carries `Set-Cookie` reaches its callers but is never stored.
 public actor CachedTransport {
-    let store: MemoryURLCache
+    /// Classifies each request (``RequestPlanner``).
+    let planner: RequestPlanner
+    /// Writes the store and publishes its changes (``Committer``).
+    let committer: Committer
     let loader: any NetworkLoading
     let configuration: Configuration
-    let keyHeaders: KeyHeaders
-    let now: @Sendable () -> ContinuousClock.Instant
-    let broadcaster: ChangeBroadcaster
-    /// Read on every hit; kept apart so a hit does not copy the whole configuration.
-    let hasMaximumAge: Bool
-    /// ``Configuration/conformsToHTTPCaching``, read on every request.
-    let conformsToHTTPCaching: Bool
-
-    /// The fetches in flight and their callers. Invalidation holds this lock too, so that it
-    /// and a fetch's store never interleave.
-    let inFlight: Locked<InFlight>
+    /// ``Configuration/usesConditionalRequests``, read on every fetch.
+    let usesConditionalRequests: Bool
+    /// The fetches in flight and their callers. Every change to the store holds this lock too, so
+    /// that an invalidation and a fetch's store never interleave.
+    let inFlight: Locked<FetchStateMachine>
     #if canImport(Darwin)
     /// Trims the store on the system's memory pressure events, until the transport goes away.
     private let memoryPressureObserver: MemoryPressureObserver?
     #endif
 
+    nonisolated var store: ResponseStore { planner.store }
+    nonisolated var broadcaster: ChangeBroadcaster { committer.broadcaster }
+
     /// Makes a transport with its own URLSession and memory store.
-    public init(configuration: Configuration = .init()) {
+    ///
+    /// - Parameters:
+    ///   - configuration: how it stores, keys and fetches.
+    ///   - sessionConfiguration: the configuration of its URLSession (timeouts, extra headers,
+    ///     connection limits, protocol classes), copied here. Whatever it says, the transport's
+    ///     session keeps no `URLCache` and no cookie storage: the transport makes every caching
+    ///     decision itself, and a cookie added by the session after the cache key was built would
+    ///     let two identities share an entry. Nil, the default, is
+    ///     `URLSessionConfiguration.ephemeral`, and then transports share one inner session per
+    ///     process (see ``CacheOverrideURLProtocol``), so a new transport finds the connections
+    ///     earlier ones opened.
+    public init(configuration: Configuration = .init(), sessionConfiguration: URLSessionConfiguration? = nil) {
+        let copied = sessionConfiguration?.copy() as? URLSessionConfiguration
         self.init(
             configuration: configuration,
             loader: URLSessionLoader(
-                configuration: configuration.sessionConfiguration,
+                configuration: copied ?? .ephemeral,
                 cacheOverride: configuration.effectiveCacheOverride,
-                sharesInnerSession: configuration.hasDefaultSessionConfiguration
+                sharesInnerSession: copied == nil
             ))
     }
 
-    init(
-        configuration: Configuration,
-        loader: any NetworkLoading,
-        now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }
-    ) {
+    init(configuration: Configuration, loader: any NetworkLoading) {
         let keyHeaders = KeyHeaders(extra: configuration.keyHeaders)
-        self.configuration = configuration
-        hasMaximumAge = configuration.hasMaximumAge
-        conformsToHTTPCaching = configuration.conformsToHTTPCaching
-        self.keyHeaders = keyHeaders
-        self.loader = loader
-        self.now = now
-        let broadcaster = ChangeBroadcaster(bufferLimit: configuration.changeBufferLimit)
-        let store = MemoryURLCache(
+        let policy = FreshnessPolicy(configuration)
+        let store = ResponseStore(
             memoryCapacity: configuration.memoryCapacity,
             maximumEntryShare: configuration.maximumEntryShare,
-            maximumVariants: configuration.maximumVariants,
-            keyHeaders: keyHeaders,
-            now: now
+            maximumVariants: configuration.maximumVariants
         )
-        let inFlight = Locked(InFlight())
-        self.broadcaster = broadcaster
-        self.store = store
+        let inFlight = Locked(FetchStateMachine())
+        let committer = Committer(
+            store: store,
+            broadcaster: ChangeBroadcaster(bufferLimit: configuration.changeBufferLimit),
+            inFlight: inFlight,
+            policy: policy,
+            keyHeaders: keyHeaders,
+            configuration: configuration
+        )
+        self.configuration = configuration
+        self.loader = loader
         self.inFlight = inFlight
+        self.committer = committer
+        usesConditionalRequests = configuration.usesConditionalRequests
+        planner = RequestPlanner(
+            keyHeaders: keyHeaders, policy: policy, store: store, answersStaleOnError: configuration.staleIfError)
         #if canImport(Darwin)
-        // The handler holds the parts a trim touches, not the transport: the observer, and with
-        // it the handler, go away with the transport.
+        // The handler holds the committer, not the transport: the observer, and with it the
+        // handler, go away with the transport.
         memoryPressureObserver =
             configuration.respondsToMemoryPressure
-            ? MemoryPressureObserver { pressure in
-                CachedTransport.trim(for: pressure, store: store, inFlight: inFlight, broadcaster: broadcaster)
-            }
+            ? MemoryPressureObserver { pressure in committer.trim(for: pressure) }
             : nil
         #endif
     }
@@ -135,97 +145,7 @@ public actor CachedTransport {
     ///   `URLError(.resourceUnavailable)` for `returnCacheDataDontLoad` without a stored entry;
     ///   `CancellationError` when the calling task is cancelled; `URLError(.badURL)` without a URL.
     public nonisolated(nonsending) func data(for request: URLRequest) async throws -> (Data, URLResponse) {
-        switch try route(request) {
-        case .answer(let data, let response):
-            return (data, response)
-        case .fetch(let key, let headers, let isReload):
-            return try await fetch(request, key: key, headers: headers, isReload: isReload)
-        case .send(let url, let bypassing):
-            return try await send(request, url: url, bypassing: bypassing)
-        case .followHTTPCaching(let key, let headers, let directives):
-            return try await httpCachingData(for: request, key: key, headers: headers, directives: directives)
-        }
-    }
-
-    /// What ``data(for:)`` does with a request.
-    enum Route {
-        /// Answered from memory.
-        case answer(Data, URLResponse)
-        /// Through ``fetch(_:key:headers:isReload:)``: coalesced, stored.
-        case fetch(CacheKey, headers: [String: String]?, isReload: Bool)
-        /// Through ``send(_:url:bypassing:)``: neither stored nor coalesced.
-        case send(URL, bypassing: Bool)
-        /// Through ``httpCachingData(for:key:headers:directives:)``: RFC 9111's rules.
-        case followHTTPCaching(CacheKey, headers: [String: String]?, directives: RequestDirectives)
-    }
-
-    /// Decides what ``data(for:)`` does with `request`, answering a hit on the spot.
-    ///
-    /// Synchronous, so that a hit, the path that must cost least, runs as plain calls: in an
-    /// async function the same code allocated part of its frame from the task allocator.
-    nonisolated func route(_ request: URLRequest) throws -> Route {
-        guard let url = request.url else {
-            store.record { $0.requests += 1 }
-            throw URLError(.badURL)
-        }
-        let method = request.httpMethod ?? "GET"
-        guard method == "GET" || method == "HEAD" else { return .send(url, bypassing: false) }
-        let headers = request.allHTTPHeaderFields
-        guard let key = CacheKey(method: method, url: url, headers: headers, keyHeaders: keyHeaders) else {
-            return .send(url, bypassing: false)
-        }
-        let directives = RequestDirectives(headers)
-        if directives.bypassesStore { return .send(url, bypassing: true) }
-        switch request.cachePolicy {
-        case .useProtocolCachePolicy where conformsToHTTPCaching && !directives.revalidates:
-            return .followHTTPCaching(key, headers: headers, directives: directives)
-        case .useProtocolCachePolicy, .returnCacheDataElseLoad:
-            if directives.revalidates {
-                store.record { $0.requests += 1 }
-                return .fetch(key, headers: headers, isReload: true)
-            }
-            let instant = hasMaximumAge ? now() : nil
-            if let hit = store.answer(for: key, headers: headers, at: instant, counting: true) {
-                if hit.revalidate { revalidateInBackground(request, key: key) }
-                return .answer(hit.data, hit.response)
-            }
-            return .fetch(key, headers: headers, isReload: false)
-        case .returnCacheDataDontLoad:
-            if let hit = store.answer(for: key, headers: headers, at: nil, counting: true) {
-                return .answer(hit.data, hit.response)
-            }
-            throw URLError(.resourceUnavailable)
-        default:
-            store.record { $0.requests += 1 }
-            return .fetch(key, headers: headers, isReload: true)
-        }
-    }
-
-    /// ``data(for:)`` for a `useProtocolCachePolicy` request when the transport follows HTTP
-    /// caching (``Configuration/conformsToHTTPCaching``).
-    private nonisolated(nonsending) func httpCachingData(
-        for request: URLRequest,
-        key: CacheKey,
-        headers: [String: String]?,
-        directives: RequestDirectives
-    ) async throws -> (Data, URLResponse) {
-        if let hit = store.httpAnswer(for: key, headers: headers, at: now(), request: directives.cacheControl) {
-            var response = hit.entry.response
-            if let age = hit.age {
-                response = StoredResponse.with(response, field: "Age", value: String(max(0, age.components.seconds)))
-            }
-            if hit.revalidate {
-                response = StoredResponse.marked(response, value: Self.revalidatingStaleValue)
-                revalidateInBackground(request, key: key)
-            }
-            return (hit.entry.data, response)
-        }
-        if directives.cacheControl?.onlyIfCached == true, let url = request.url {
-            // RFC 9111 section 5.2.1.7: nothing usable is stored, and the network must not be used.
-            return (Data(), HTTPURLResponse(url: url, statusCode: 504, httpVersion: "HTTP/1.1", headerFields: [:])!)
-        }
-        // The store had nothing this request may use; the fetch must not take what it refused.
-        return try await fetch(request, key: key, headers: headers, isReload: true)
+        try await perform(try planner.plan(request))
     }
 
     /// Loads `url` with a plain GET request; see ``data(for:)``.
@@ -237,13 +157,29 @@ public actor CachedTransport {
     /// its bytes differ from what was held, announces ``CacheChange/updated(_:)``: the
     /// pull-to-refresh.
     ///
-    /// Concurrent refreshes of one key share one fetch. A refresh never joins a fetch that
-    /// started before it unless that fetch was itself a refresh started after the key's latest
-    /// invalidation, so its answer is never older than the call.
+    /// Its answer is never older than the call: a refresh never shares a fetch that began before
+    /// it was called, whether a caller's or a background revalidation, and such a fetch, when it
+    /// ends after the refresh began, no longer stores its answer. Requests made after the refresh
+    /// began share its fetch.
     public nonisolated(nonsending) func refresh(_ request: URLRequest) async throws -> (Data, URLResponse) {
-        var reload = request
-        reload.cachePolicy = .reloadIgnoringLocalCacheData
-        return try await data(for: reload)
+        try await perform(try planner.plan(request, refreshing: true))
+    }
+
+    /// Carries out `plan`: the one place each kind of plan is performed.
+    nonisolated(nonsending) func perform(_ plan: Plan) async throws -> (Data, URLResponse) {
+        switch plan {
+        case .memory(let answer):
+            if answer.reason == .staleWhileRevalidate { revalidateInBackground(answer) }
+            return (answer.data, answer.response)
+        case .fetch(let fetchPlan):
+            return try await fetch(fetchPlan)
+        case .send(let sendPlan):
+            return try await send(sendPlan)
+        case .unavailable:
+            throw URLError(.resourceUnavailable)
+        case .gatewayTimeout(let url):
+            return (Data(), HTTPResponseBuilder.response(url: url, statusCode: 504, fields: [:]))
+        }
     }
 
     /// A new stream of every change to what the transport holds, in the order the changes
@@ -278,29 +214,27 @@ public actor CachedTransport {
     public static let revalidatingStaleValue = "revalidating"
 
     /// Sends a request that is not cached: another method, a scheme other than http(s), or a GET
-    /// or HEAD with its own conditions or range (`bypassing`).
+    /// or HEAD with its own conditions, range or `no-store`.
     ///
     /// A successful (2xx, 3xx) unsafe request to an http(s) URL invalidates what it may have
     /// changed (RFC 9111 section 4.4).
-    nonisolated(nonsending) func send(_ request: URLRequest, url: URL, bypassing: Bool = false) async throws -> (
-        Data, URLResponse
-    ) {
+    private nonisolated(nonsending) func send(_ plan: SendPlan) async throws -> (Data, URLResponse) {
         store.record {
             $0.requests += 1
             $0.networkFetches += 1
-            if bypassing { $0.bypasses += 1 }
+            if case .bypass = plan.reason { $0.bypasses += 1 }
         }
         let answer: (Data, URLResponse)
         do {
-            answer = try await loader.load(request)
+            answer = try await loader.load(plan.request)
         } catch {
             if Task.isCancelled { throw CancellationError() }
             throw error
         }
-        if !bypassing, let response = answer.1 as? HTTPURLResponse, (200..<400).contains(response.statusCode),
-            let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https"
+        if plan.reason == .unsafeMethod, let response = answer.1 as? HTTPURLResponse,
+            (200..<400).contains(response.statusCode), CacheKey(plan.request, keyHeaders: planner.keyHeaders) != nil
         {
-            await invalidateTargets(of: url, response: response)
+            invalidateTargets(of: plan.url, response: response)
         }
         return answer
     }

@@ -139,59 +139,33 @@ extension CachedTransport {
         return stream
     }
 
-    /// The value and the bytes it was decoded from.
+    /// The value and the bytes it was decoded from: through the same plan as ``data(for:)``, with
+    /// the decode shared through the stored entry whenever the answer is what is stored.
     nonisolated(nonsending) func decodedValue<Value: Decodable & Sendable>(
         _ type: Value.Type,
         for request: URLRequest,
         decoder: any ResponseDecoding
     ) async throws -> (value: Value, data: Data) {
-        guard let url = request.url else {
-            store.record { $0.requests += 1 }
-            throw URLError(.badURL)
-        }
-        let method = request.httpMethod ?? "GET"
-        let headers = request.allHTTPHeaderFields
-        let directives = RequestDirectives(headers)
-        // Requests that bypass the store, and requests whose own Cache-Control HTTP caching has
-        // to weigh, take the data path; their values are decoded for each call.
-        guard method == "GET" || method == "HEAD", !directives.bypassesStore,
-            !(conformsToHTTPCaching && directives.cacheControl != nil
-                && request.cachePolicy == .useProtocolCachePolicy),
-            let key = CacheKey(method: method, url: url, headers: headers, keyHeaders: keyHeaders)
-        else {
-            let (data, response) = try await data(for: request)
+        let plan = try planner.plan(request)
+        // Present: the plan throws for a request without a URL.
+        guard let url = request.url else { throw URLError(.badURL) }
+        let valueKey = DecodedValueKey(type, decoder: decoder)
+        switch plan {
+        case .memory(let answer):
+            if answer.reason == .staleWhileRevalidate { revalidateInBackground(answer) }
+            return try await sharedDecode(
+                type, of: answer.entry, key: answer.key, valueKey: valueKey, url: url, decoder: decoder)
+        case .fetch(let fetchPlan):
+            let (data, response) = try await fetch(fetchPlan)
+            if let entry = store.peek(fetchPlan.key, selectedBy: fetchPlan.fields), entry.data == data {
+                return try await sharedDecode(
+                    type, of: entry, key: fetchPlan.key, valueKey: valueKey, url: url, decoder: decoder)
+            }
+            return (try await decode(type, from: data, response: response, url: url, decoder: decoder), data)
+        case .send, .unavailable, .gatewayTimeout:
+            let (data, response) = try await perform(plan)
             return (try await decode(type, from: data, response: response, url: url, decoder: decoder), data)
         }
-        let valueKey = DecodedValueKey(type, decoder: decoder)
-        let isReload: Bool
-        switch request.cachePolicy {
-        case .useProtocolCachePolicy where !directives.revalidates,
-            .returnCacheDataElseLoad where !directives.revalidates,
-            .returnCacheDataDontLoad:
-            let dontLoad = request.cachePolicy == .returnCacheDataDontLoad
-            let usesHTTPFreshness = conformsToHTTPCaching && request.cachePolicy == .useProtocolCachePolicy
-            let instant = (hasMaximumAge || usesHTTPFreshness) && !dontLoad ? now() : nil
-            switch store.decodedLookup(for: key, headers: headers, at: instant, valueKey: valueKey) {
-            case .decoded(let decoded, let revalidate):
-                if revalidate { revalidateInBackground(request, key: key) }
-                return (unsafeDowncast(decoded, to: DecodedValue<Value>.self).value, decoded.data)
-            case .stored(let entry, let revalidate):
-                if revalidate { revalidateInBackground(request, key: key) }
-                return try await sharedDecode(type, of: entry, key: key, valueKey: valueKey, url: url, decoder: decoder)
-            case .missing:
-                if dontLoad { throw URLError(.resourceUnavailable) }
-            }
-            isReload = false
-        default:
-            store.record { $0.requests += 1 }
-            isReload = true
-        }
-        let (data, response) = try await fetch(request, key: key, headers: headers, isReload: isReload)
-        // The decode is shared through the stored entry when the answer is what is stored.
-        if let entry = store.storedResponse(for: key, headers: headers), entry.data == data {
-            return try await sharedDecode(type, of: entry, key: key, valueKey: valueKey, url: url, decoder: decoder)
-        }
-        return (try await decode(type, from: data, response: response, url: url, decoder: decoder), data)
     }
 
     /// The value of `entry` for `valueKey`: decoded already, decoded by another caller now, or

@@ -166,48 +166,7 @@ enum DecodeOutcome: Sendable {
     case retry
 }
 
-extension MemoryURLCache {
-    enum DecodedLookup {
-        /// `revalidate`: the entry is within its stale-while-revalidate window.
-        case decoded(AnyDecodedValue, revalidate: Bool)
-        /// An entry is stored, without a value decoded for the key.
-        case stored(StoredResponse, revalidate: Bool)
-        case missing
-    }
-
-    /// The decoded value for `valueKey` of the entry `key` would be answered from, or that entry,
-    /// counting the lookup as a request and, when an entry is found, as a hit.
-    /// - Complexity: O(1): two hash lookups under the lock.
-    func decodedLookup(
-        for key: CacheKey,
-        headers: [String: String]?,
-        at instant: ContinuousClock.Instant?,
-        valueKey: DecodedValueKey
-    ) -> DecodedLookup {
-        state.withLock { state in
-            state.statistics.requests += 1
-            var found: StoredResponse?
-            var revalidate = false
-            _ = state.entries.value(forKey: key) { variants in
-                guard let match = variants.match(headers) else { return false }
-                if let instant, let expiresAt = match.expiresAt, instant >= expiresAt {
-                    guard let staleUntil = match.staleUntil, instant < staleUntil else { return false }
-                    revalidate = true
-                }
-                found = match
-                return true
-            }
-            guard let found else { return .missing }
-            state.statistics.memoryHits += 1
-            if revalidate { state.statistics.staleWindowAnswers += 1 }
-            if let value = found.decoded.use(valueKey) {
-                state.statistics.decodedHits += 1
-                return .decoded(value, revalidate: revalidate)
-            }
-            return .stored(found, revalidate: revalidate)
-        }
-    }
-
+extension ResponseStore {
     enum DecodeClaim {
         case decoded(AnyDecodedValue)
         /// The caller decodes, then calls ``finishDecode(_:on:for:with:limit:)``.

@@ -10,8 +10,9 @@ func makeTransport(
     _ configure: (inout CachedTransport.Configuration) -> Void = { _ in }
 ) -> CachedTransport {
     var configuration = CachedTransport.Configuration()
+    configuration.clock = clock.cacheClock
     configure(&configuration)
-    return CachedTransport(configuration: configuration, loader: loader, now: { clock.now })
+    return CachedTransport(configuration: configuration, loader: loader)
 }
 
 func request(

@@ -1,6 +1,5 @@
-import Foundation
-
-/// The directives of a `Cache-Control` field (RFC 9111 section 5.2), request or response.
+/// The directives of a `Cache-Control` field (RFC 9111 section 5.2), request or response: the one
+/// parser of the field in the library.
 ///
 /// Names compare without case; a directive given twice keeps its first value (section 4.2.1). A
 /// delta-seconds value that is not a non-negative integer is recorded as invalid, which callers
@@ -18,34 +17,28 @@ struct CacheControl: Sendable, Equatable {
     }
 
     var maxAge: Seconds?
-    var sharedMaxAge: Seconds?
     var maxStale: Seconds?
     /// `max-stale` without an argument: any staleness is acceptable.
     var acceptsAnyStaleness = false
     var minFresh: Seconds?
     var staleWhileRevalidate: Seconds?
-    var staleIfError: Seconds?
     var noCache = false
     var noStore = false
     var mustRevalidate = false
-    var proxyRevalidate = false
     var isPrivate = false
-    var isPublic = false
     var onlyIfCached = false
-    var immutable = false
 
     init() {}
 
     /// The directives of `value`, the field's (combined) value; nil reads as none.
     init(_ value: String?) {
         guard let value else { return }
-        for item in Self.split(value) {
+        for item in HeaderList.elements(value) {
             let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = parts[0].trimmingCharacters(in: .whitespaces).lowercased()
+            let name = ASCII.lowercased(parts[0].trimmingCharacters(in: .whitespaces))
             let argument = parts.count > 1 ? Self.unquoted(parts[1].trimmingCharacters(in: .whitespaces)) : nil
             switch name {
             case "max-age": if maxAge == nil { maxAge = Self.seconds(argument) }
-            case "s-maxage": if sharedMaxAge == nil { sharedMaxAge = Self.seconds(argument) }
             case "max-stale":
                 if argument == nil {
                     acceptsAnyStaleness = true
@@ -55,42 +48,16 @@ struct CacheControl: Sendable, Equatable {
             case "min-fresh": if minFresh == nil { minFresh = Self.seconds(argument) }
             case "stale-while-revalidate":
                 if staleWhileRevalidate == nil { staleWhileRevalidate = Self.seconds(argument) }
-            case "stale-if-error": if staleIfError == nil { staleIfError = Self.seconds(argument) }
             // `no-cache="field"` limits reuse of those fields; a private cache may treat it as
             // plain `no-cache`, which is the cautious reading (and the same for `private=`).
             case "no-cache": noCache = true
             case "no-store": noStore = true
             case "must-revalidate": mustRevalidate = true
-            case "proxy-revalidate": proxyRevalidate = true
             case "private": isPrivate = true
-            case "public": isPublic = true
             case "only-if-cached": onlyIfCached = true
-            case "immutable": immutable = true
             default: break
             }
         }
-    }
-
-    /// True when the response gives its own freshness lifetime (`max-age`, or `Expires` beside it).
-    var hasMaxAge: Bool { maxAge != nil }
-
-    /// The comma-separated items of `value`, not splitting inside quoted strings.
-    private static func split(_ value: String) -> [Substring] {
-        var items: [Substring] = []
-        var start = value.startIndex
-        var quoted = false
-        var index = value.startIndex
-        while index < value.endIndex {
-            let character = value[index]
-            if character == "\"" { quoted.toggle() }
-            if character == ",", !quoted {
-                items.append(value[start..<index])
-                start = value.index(after: index)
-            }
-            index = value.index(after: index)
-        }
-        items.append(value[start...])
-        return items.filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
     }
 
     private static func unquoted(_ value: String) -> String {
@@ -100,9 +67,7 @@ struct CacheControl: Sendable, Equatable {
 
     /// `delta-seconds` (RFC 9111 section 1.2.2): digits only; an overflowing value is the largest.
     private static func seconds(_ argument: String?) -> Seconds {
-        guard let argument, !argument.isEmpty, argument.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
-            return .invalid
-        }
+        guard let argument, ASCII.isDigits(argument) else { return .invalid }
         return .value(Int(argument) ?? Int(Int32.max))
     }
 }

@@ -57,6 +57,17 @@ struct HeaderFields: Sendable {
     }
 }
 
+extension HeaderFields {
+    /// The value of the field `lowercasedName` in a request's `fields`, ignoring the case of names.
+    static func value(named lowercasedName: String, in fields: [String: String]?) -> String? {
+        guard let fields else { return nil }
+        for (field, value) in fields where ASCII.equalsIgnoringCase(lowercasedName, field) {
+            return value
+        }
+        return nil
+    }
+}
+
 extension HTTPURLResponse {
     /// The value of the header field `lowercasedName`: one hash lookup on a response the header
     /// override rewrote, `value(forHTTPHeaderField:)` on any other.
@@ -81,7 +92,9 @@ final class OverriddenHTTPURLResponse: HTTPURLResponse, @unchecked Sendable {
     init?(url: URL, statusCode: Int, headerFields: HeaderFields, isFresh: Bool) {
         self.headerFields = headerFields
         self.isFresh = isFresh
-        super.init(url: url, statusCode: statusCode, httpVersion: "HTTP/1.1", headerFields: headerFields.fields)
+        super.init(
+            url: url, statusCode: statusCode, httpVersion: HTTPResponseBuilder.httpVersion,
+            headerFields: headerFields.fields)
     }
 
     required init?(coder: NSCoder) {

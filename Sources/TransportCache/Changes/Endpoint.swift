@@ -4,16 +4,34 @@ import Foundation
 ///
 /// Endpoints select entries to invalidate and the URLs a per-endpoint setting applies to.
 ///
+/// Two endpoints are equal when they are made the same way with equal values; an endpoint made
+/// from a predicate equals only itself and its copies, since closures cannot be compared.
+///
 /// ```swift
 /// transport.invalidate(.pathPrefix("/articles"))
-/// configuration.maximumAges = [(.host("static.example.com"), .seconds(3600))]
+/// configuration.maximumAges = [EndpointSetting(.host("static.example.com"), .seconds(3600))]
 /// ```
-public struct Endpoint: Sendable {
-    private enum Kind: Sendable {
+public struct Endpoint: Sendable, Hashable {
+    private enum Kind: Sendable, Hashable {
         case url(String)
         case pathPrefix(String, host: String?)
         case host(String)
-        case predicate(@Sendable (URL) -> Bool)
+        case predicate(Predicate)
+    }
+
+    /// A predicate, compared by identity.
+    private final class Predicate: Sendable, Hashable {
+        let matches: @Sendable (URL) -> Bool
+
+        init(_ matches: @escaping @Sendable (URL) -> Bool) {
+            self.matches = matches
+        }
+
+        static func == (left: Predicate, right: Predicate) -> Bool { left === right }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(ObjectIdentifier(self))
+        }
     }
 
     private let kind: Kind
@@ -38,7 +56,7 @@ public struct Endpoint: Sendable {
 
     /// Every URL for which `predicate` returns true.
     public static func matching(_ predicate: @escaping @Sendable (URL) -> Bool) -> Endpoint {
-        Endpoint(kind: .predicate(predicate))
+        Endpoint(kind: .predicate(Predicate(predicate)))
     }
 
     /// Whether `url` belongs to this endpoint.
@@ -55,7 +73,7 @@ public struct Endpoint: Sendable {
         case .host(let host):
             return url.host?.lowercased() == host
         case .predicate(let predicate):
-            return predicate(url)
+            return predicate.matches(url)
         }
     }
 

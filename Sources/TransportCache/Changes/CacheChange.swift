@@ -4,7 +4,7 @@ import Foundation
 ///
 /// URLs are in the transport's normal form: scheme and host lowercased, the default port and the
 /// fragment dropped.
-public enum CacheChange: Sendable, Equatable {
+public enum CacheChange: Sendable, Hashable {
     /// A store changed the bytes held for `url`: a first store, or a refresh or reload that brought
     /// different bytes. A refresh that brings the same bytes is not a change.
     case updated(URL)
@@ -14,17 +14,6 @@ public enum CacheChange: Sendable, Equatable {
     case invalidated(urls: [URL], endpoint: Endpoint?)
     /// Every entry was dropped.
     case cleared
-
-    /// Whether both are the same kind of change naming the same URLs. An invalidation's endpoint
-    /// is not compared: an ``Endpoint`` can hold a predicate, and closures cannot be compared.
-    public static func == (lhs: CacheChange, rhs: CacheChange) -> Bool {
-        switch (lhs, rhs) {
-        case let (.updated(a), .updated(b)): a == b
-        case let (.invalidated(a, _), .invalidated(b, _)): a == b
-        case (.cleared, .cleared): true
-        default: false
-        }
-    }
 
     /// The part of this change that concerns `endpoint`, or nil when none does.
     func filtered(by endpoint: Endpoint) -> CacheChange? {

@@ -2,7 +2,7 @@
 ///
 /// Values live in a flat array of slots chained into a recency list by index, so a hit moves an
 /// entry to the front with a few integer writes and no allocation or reference counting of nodes.
-/// Not thread-safe: ``MemoryURLCache`` guards it with a mutex.
+/// Not thread-safe: ``ResponseStore`` guards it with a lock.
 struct LeastRecentlyUsed<Key: Hashable, Value> {
     fileprivate struct Slot {
         var key: Key?
@@ -29,16 +29,6 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
 
     var count: Int { index.count }
 
-    var keys: Dictionary<Key, Int>.Keys { index.keys }
-
-    /// The value for `key`, marked as the most recently used.
-    /// - Complexity: O(1).
-    mutating func value(forKey key: Key) -> Value? {
-        guard let position = index[key] else { return nil }
-        moveToFront(position)
-        return slots[position].value
-    }
-
     /// The value for `key` if `accept` takes it, then marked as the most recently used; one hash
     /// lookup in all.
     /// - Complexity: O(1).
@@ -52,12 +42,6 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
     func peekValue(forKey key: Key) -> Value? {
         guard let position = index[key] else { return nil }
         return slots[position].value
-    }
-
-    /// The cost charged for `key`'s value.
-    func cost(forKey key: Key) -> Int? {
-        guard let position = index[key] else { return nil }
-        return slots[position].cost
     }
 
     /// Charges `key`'s value `amount` more (less when negative), marks it the most recently used,
@@ -149,34 +133,6 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         }
         for key in doomed { removeValue(forKey: key) }
         return doomed
-    }
-
-    mutating func removeAll() {
-        index.removeAll()
-        slots.removeAll()
-        freeSlots.removeAll()
-        newest = -1
-        oldest = -1
-        totalCost = 0
-    }
-
-    /// Changes the budget, evicting at once if it shrank.
-    /// - Returns: how many values were evicted.
-    @discardableResult
-    mutating func setCapacity(_ capacity: Int) -> Int {
-        self.capacity = max(0, capacity)
-        return evictToBudget()
-    }
-
-    /// Keys from the most to the least recently used (for tests and diagnostics).
-    var keysByRecency: [Key] {
-        var keys: [Key] = []
-        var position = newest
-        while position >= 0 {
-            if let key = slots[position].key { keys.append(key) }
-            position = slots[position].older
-        }
-        return keys
     }
 
     private mutating func evictToBudget() -> Int {

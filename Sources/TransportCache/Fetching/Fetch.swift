@@ -8,29 +8,31 @@ import FoundationNetworking
 /// A class, so that adding the ten-thousandth waiter mutates its table in place instead of
 /// copying a struct that holds it (which made joins quadratic).
 ///
-/// `@unchecked Sendable` is safe here: a fetch is only reached through ``InFlight``, and so only read or
-/// written while the transport's in-flight lock is held.
+/// `@unchecked Sendable` is safe here: a fetch is only reached through ``FetchStateMachine``, and so
+/// only read or written while the transport's in-flight lock is held.
 final class Fetch: @unchecked Sendable {
     let key: CacheKey
     /// The request that started it; the one sent to the origin.
     let request: URLRequest
-    /// Started by a reload (`refresh`, or a policy that ignores the cache): ordinary requests may
-    /// join it, and a later reload may too.
+    /// Started to reload (see ``FetchPlan/Sharing/reloads``): reload requests may share it.
     let isReload: Bool
+    /// The caller that started it, which gets its answer whatever the answer's `Vary` says; nil
+    /// for a background revalidation.
+    private let starter: Waiter?
     /// Started by a stale-window answer, with no caller of its own: it runs to its end even when
     /// every caller that joined it leaves, and its failure reaches nobody but the callers that
     /// joined.
-    let isBackground: Bool
+    var isBackground: Bool { starter == nil }
     /// The stored entry this fetch asked the origin to confirm (`If-None-Match` /
     /// `If-Modified-Since`), when it was sent conditionally.
     var revalidating: StoredResponse?
-    /// Cleared when the key is invalidated or a newer reload starts while this fetch is in flight:
-    /// its answer still reaches its callers but is not written into the store.
+    /// Cleared when the key is invalidated or a newer fetch of it starts while this one is in
+    /// flight: its answer still reaches its callers but is not written into the store.
     var storesResult = true
     /// The origin fetch, once started; cancelled when the last caller leaves.
     var load: (any NetworkLoad)?
     /// When the fetch started: the request time of HTTP's age calculation.
-    let requestTime = Date()
+    let requestTime: Date
 
     /// Waiters in the order they joined, with a hole where one left. Callers are resumed in that
     /// order: the Swift runtime removes a finished child from its task group by walking a list,
@@ -42,12 +44,17 @@ final class Fetch: @unchecked Sendable {
     @exclusivity(unchecked) private var ordered: [Waiter?] = []
     @exclusivity(unchecked) private var attached = 0
 
-    init(key: CacheKey, request: URLRequest, isReload: Bool, isBackground: Bool = false, first: Waiter?) {
+    init(key: CacheKey, request: URLRequest, isReload: Bool, requestTime: Date, starter: Waiter?) {
         self.key = key
         self.request = request
         self.isReload = isReload
-        self.isBackground = isBackground
-        if let first { add(first) }
+        self.requestTime = requestTime
+        self.starter = starter
+    }
+
+    /// Whether `waiter` is the caller that started this fetch.
+    func wasStarted(by waiter: Waiter) -> Bool {
+        starter === waiter
     }
 
     func add(_ waiter: Waiter) {

@@ -12,8 +12,9 @@ struct RequestDirectives {
         "if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range", "range",
     ]
 
-    /// Go to the origin as sent, past the store and coalescing; store nothing.
-    private(set) var bypassesStore = false
+    /// Why the request goes to the origin as sent, past the store and coalescing, storing
+    /// nothing; nil when it does not.
+    private(set) var bypass: Plan.BypassReason?
     /// Do not answer from memory without asking the origin; store the answer.
     private(set) var revalidates = false
     /// The request's `Cache-Control`, when it has one.
@@ -31,16 +32,16 @@ struct RequestDirectives {
             switch first | 0x20 {
             case UInt8(ascii: "i"), UInt8(ascii: "r"):
                 if Self.conditionalHeaders.contains(where: { ASCII.equalsIgnoringCase($0, field) }) {
-                    bypassesStore = true
+                    bypass = .requestConditions
                 }
             case UInt8(ascii: "c"):
                 guard ASCII.equalsIgnoringCase("cache-control", field) else { continue }
                 let directives = CacheControl(value)
                 cacheControl = directives
-                if directives.noStore { bypassesStore = true }
+                if directives.noStore, bypass == nil { bypass = .requestNoStore }
                 if directives.noCache || directives.maxAge == .value(0) { revalidates = true }
             case UInt8(ascii: "p"):
-                if ASCII.equalsIgnoringCase("pragma", field), value.lowercased().contains("no-cache") {
+                if ASCII.equalsIgnoringCase("pragma", field), HeaderList.contains("no-cache", in: value) {
                     pragmaNoCache = true
                 }
             default:

@@ -1,0 +1,82 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension CachedTransport {
+    /// Drops the stored entry `request` would be answered from, and announces it.
+    ///
+    /// A fetch for the same key that is in flight still answers its callers, but does not write
+    /// its (possibly stale) answer into the store, and later requests do not join it. Runs on the
+    /// caller's thread, without waiting for the actor.
+    public nonisolated func invalidate(_ request: URLRequest) {
+        guard let key = CacheKey(request, keyHeaders: planner.keyHeaders) else { return }
+        let url = URL(string: key.url) ?? request.url
+        committer.drop(
+            where: { $0 == key }, announcing: { _ in .invalidated(urls: url.map { [$0] } ?? [], endpoint: nil) })
+    }
+
+    /// Drops every stored entry whose URL belongs to `endpoint`, for every method and identity,
+    /// and announces the URLs dropped. Runs on the caller's thread, without waiting for the actor.
+    /// - Complexity: O(n) in the number of stored entries.
+    public nonisolated func invalidate(_ endpoint: Endpoint) {
+        committer.drop(
+            where: { endpoint.matches(normalizedURL: $0.url) },
+            announcing: { removed in .invalidated(urls: Committer.urls(of: removed.map(\.url)), endpoint: endpoint) })
+    }
+
+    /// Drops every stored entry, and announces ``CacheChange/cleared``. Runs on the caller's
+    /// thread, without waiting for the actor.
+    public nonisolated func invalidateAll() {
+        committer.drop(where: { _ in true }, announcing: { _ in .cleared })
+    }
+
+    /// Invalidation after a successful unsafe request (RFC 9111 section 4.4): its URL, and the URLs
+    /// in `Location` and `Content-Location` when they are on the same origin (another origin's
+    /// entries are not the sender's to drop).
+    nonisolated func invalidateTargets(of url: URL, response: HTTPURLResponse) {
+        var targets: Set<String> = []
+        if let target = URLNormalization.normalized(url) { targets.insert(target) }
+        for field in ["location", "content-location"] {
+            guard let value = response.headerValue(field),
+                let location = URL(string: value, relativeTo: url),
+                location.host?.lowercased() == url.host?.lowercased(),
+                location.scheme?.lowercased() == url.scheme?.lowercased(),
+                location.port == url.port,
+                let normalized = URLNormalization.normalized(location.absoluteURL)
+            else { continue }
+            targets.insert(normalized)
+        }
+        committer.drop(
+            where: { targets.contains($0.url) },
+            announcing: { _ in .invalidated(urls: Committer.urls(of: targets), endpoint: nil) })
+    }
+
+    /// Gives memory back when the system is short of it, as `NSCache` and `URLCache` do.
+    ///
+    /// - ``MemoryPressure/warning`` drops every decoded value (the bytes stay, and the next
+    ///   ``value(_:for:decoder:)`` decodes again) and then the least recently used entries until
+    ///   the store holds at most half of ``Configuration/memoryCapacity``.
+    /// - ``MemoryPressure/critical`` empties the store.
+    ///
+    /// What is dropped is announced like an invalidation, so that screens watching those URLs
+    /// reload: ``CacheChange/invalidated(urls:endpoint:)`` naming the removed URLs (with no
+    /// endpoint) after a warning, ``CacheChange/cleared`` after a critical trim. A trim that
+    /// removes no entry announces nothing. Removed entries count as
+    /// ``CacheStatistics/evictions``, dropped values as ``CacheStatistics/decodedEvictions``.
+    ///
+    /// Fetches in flight are not touched: their callers get their answers, and a fetch that ends
+    /// after the trim stores its answer as usual, since a trim is about memory, not freshness,
+    /// and that answer is what a screen is about to show. Decodes under way likewise finish for
+    /// their callers.
+    ///
+    /// On Apple platforms the transport calls this itself on the system's memory pressure events
+    /// (``Configuration/respondsToMemoryPressure``); elsewhere, or to free memory at other moments
+    /// (a tab closed, the app sent to the background), call it yourself. It runs on the caller's
+    /// thread without waiting for the actor.
+    ///
+    /// - Complexity: O(n) in the number of stored entries.
+    public nonisolated func trim(for pressure: MemoryPressure) {
+        committer.trim(for: pressure)
+    }
+}

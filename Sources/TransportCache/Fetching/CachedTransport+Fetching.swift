@@ -1,0 +1,199 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension CachedTransport {
+    /// Performs a ``FetchPlan``: joins the fetch in flight for its key when it may, takes an answer
+    /// stored meanwhile, or starts a fetch. Runs on the caller's executor; it never hops onto the
+    /// actor.
+    nonisolated(nonsending) func fetch(_ plan: FetchPlan) async throws -> (Data, URLResponse) {
+        let waiter = Waiter(request: plan.request)
+        return try await withTaskCancellationHandler {
+            // Unsafe rather than checked: the checked kind allocates a guard object per caller, and
+            // each waiter is resumed exactly once by construction (see `Waiter.continuation`).
+            try await withUnsafeThrowingContinuation { continuation in
+                enum Step { case joined, answered((Data, URLResponse)), cancelled, launch(Int, URLRequest) }
+                // Set before the waiter is attached (under the lock below), so whoever detaches it
+                // finds it.
+                waiter.continuation = continuation
+                let step = inFlight.withLock { machine -> Step in
+                    // Checked under the lock that `cancelWaiter` takes: a cancellation either
+                    // happened before (and is seen here) or finds the waiter registered.
+                    if Task.isCancelled { return .cancelled }
+                    if machine.join(waiter, key: plan.key, sharing: plan.sharing) { return .joined }
+                    // A fetch of the key may have completed between the plan and now.
+                    if plan.sharing == .any, let stored = planner.storedAnswer(for: plan) {
+                        return .answered((stored.data, stored.response))
+                    }
+                    store.record { $0.networkFetches += 1 }
+                    let started = machine.start(
+                        key: plan.key, request: plan.request, isReload: plan.isReload,
+                        requestTime: planner.policy.clock.date, starter: waiter)
+                    return .launch(started.id, outgoingRequest(for: started.fetch))
+                }
+                switch step {
+                case .joined: break
+                case .answered(let answer): continuation.resume(returning: answer)
+                case .cancelled: continuation.resume(throwing: CancellationError())
+                case .launch(let fetchID, let outgoing): launch(fetchID, outgoing)
+                }
+            }
+        } onCancel: {
+            cancelWaiter(waiter)
+        }
+    }
+
+    /// Starts one background revalidation of a stale-window answer's entry, unless a fetch of its
+    /// key is already in flight (which will bring the entry up to date itself).
+    nonisolated func revalidateInBackground(_ answer: MemoryAnswer) {
+        let launchable = inFlight.withLock { machine -> (Int, URLRequest)? in
+            guard machine.joinable[answer.key] == nil else { return nil }
+            store.record {
+                $0.networkFetches += 1
+                $0.backgroundRevalidations += 1
+            }
+            let started = machine.start(
+                key: answer.key, request: answer.request, isReload: true, requestTime: planner.policy.clock.date,
+                starter: nil)
+            return (started.id, outgoingRequest(for: started.fetch))
+        }
+        if let (fetchID, outgoing) = launchable { launch(fetchID, outgoing) }
+    }
+
+    /// The request `fetch` sends: its starter's, made conditional on the stored entry when there
+    /// is one with validators and ``Configuration/usesConditionalRequests`` is on. Call with the
+    /// in-flight lock held.
+    private nonisolated func outgoingRequest(for fetch: Fetch) -> URLRequest {
+        guard usesConditionalRequests,
+            let entry = store.peek(fetch.key, selectedBy: fetch.request.allHTTPHeaderFields),
+            entry.hasValidators
+        else {
+            fetch.revalidating = nil
+            return fetch.request
+        }
+        fetch.revalidating = entry
+        store.record { $0.conditionalRequests += 1 }
+        return ConditionalRequest.revalidating(fetch.request, against: entry)
+    }
+
+    /// Sends fetch `fetchID`'s request and completes the fetch with the answer, on whatever thread
+    /// the loader has it: no task is woken in between.
+    private nonisolated func launch(_ fetchID: Int, _ request: URLRequest) {
+        let load = loader.start(request) { result in
+            self.complete(fetchID, with: result)
+        }
+        let action = inFlight.withLock { $0.loadStarted(load, for: fetchID) }
+        // Every caller left before the load was recorded (or it has completed: then this does nothing).
+        if case .cancel = action { load.cancel() }
+    }
+
+    /// Takes a fetch's answer: the committer stores it, each waiting caller whose request it
+    /// matches gets it, the others are sent on to a fetch of their own. Callers are resumed, loads
+    /// started and changes published after the in-flight lock is released, callers in the order
+    /// they joined.
+    ///
+    /// A `304` to a conditional fetch answers with the stored body (status 200); when that entry
+    /// is gone (invalidated, evicted or replaced while the request was in flight) the fetch is
+    /// sent again without conditions, so no caller ever gets the empty body of a 304.
+    private nonisolated func complete(_ fetchID: Int, with result: Result<(Data, URLResponse), any Error>) {
+        // The waiters, and for each the index of its answer in `results` (-1: not answered here).
+        // Callers of one fetch nearly always share one answer, held once rather than once per
+        // caller: ten thousand copies of one answer cost as much to release as to resume them.
+        var waiters: [Waiter?] = []
+        var answers: [Int] = []
+        var results: [Result<(Data, URLResponse), any Error>] = []
+        var launches: [(Int, URLRequest)] = []
+        inFlight.withLock { machine in
+            guard let fetch = machine.fetches[fetchID] else { return }  // Every caller left.
+            var result = result
+            var committed = false
+            if case .success(let (_, fetched)) = result, let validated = fetch.revalidating,
+                let notModified = fetched as? HTTPURLResponse, notModified.statusCode == 304
+            {
+                fetch.revalidating = nil
+                if let confirmed = committer.commitNotModified(notModified, confirming: validated, for: fetch) {
+                    result = .success(confirmed)
+                    committed = true
+                } else if fetch.hasWaiters || fetch.isBackground {
+                    launches.append((fetchID, fetch.request))
+                    return
+                }
+            }
+            guard let completed = machine.complete(fetchID) else { return }
+            waiters = completed.waiters
+            answers = Array(repeating: -1, count: waiters.count)
+            switch result {
+            case .failure(let error):
+                if fetch.isBackground { store.record { $0.failedBackgroundRevalidations += 1 } }
+                results.append(.failure(error))
+                for (position, waiter) in waiters.enumerated() {
+                    guard let waiter else { continue }
+                    if let stale = planner.answerAfterFailure(
+                        of: fetch.key, fields: waiter.request.allHTTPHeaderFields, error: error)
+                    {
+                        results.append(.success(stale))
+                        answers[position] = results.count - 1
+                    } else {
+                        answers[position] = 0
+                    }
+                }
+            case .success(let (data, fetched)):
+                let response = committed ? fetched : committer.prepared(fetched)
+                if !committed {
+                    let outcome = committer.commitFetched(data, response: response, for: fetch)
+                    if fetch.isBackground, case .notStored(let reason) = outcome, reason != .superseded {
+                        store.record { $0.failedBackgroundRevalidations += 1 }
+                    }
+                }
+                results.append(.success((data, response)))
+                let vary = Vary.names(of: response)
+                let starterFields = vary.isEmpty ? nil : fetch.request.allHTTPHeaderFields
+                for (position, waiter) in waiters.enumerated() {
+                    guard let waiter else { continue }
+                    if vary.isEmpty || fetch.wasStarted(by: waiter)
+                        || Vary.answer(
+                            varyingOn: vary, fetchedWith: starterFields, matches: waiter.request.allHTTPHeaderFields)
+                    {
+                        answers[position] = 0
+                    } else if let started = machine.requeue(
+                        waiter, from: fetch, requestTime: planner.policy.clock.date)
+                    {
+                        // Coalesced on the key, but the answer cannot serve this caller's
+                        // request: it needs its own representation.
+                        store.record { $0.networkFetches += 1 }
+                        launches.append((started.id, outgoingRequest(for: started.fetch)))
+                    }
+                }
+            }
+        }
+        for position in waiters.indices {
+            guard let waiter = waiters[position], answers[position] >= 0 else { continue }
+            // Let go of it first: the caller, once resumed, then frees it on its own thread.
+            waiters[position] = nil
+            waiter.resume(with: results[answers[position]])
+        }
+        for (fetchID, request) in launches { launch(fetchID, request) }
+        committer.publishQueuedChanges()
+    }
+
+    /// Releases a cancelled caller at once; cancels the fetch when it was the last one waiting.
+    private nonisolated func cancelWaiter(_ waiter: Waiter) {
+        switch inFlight.withLock({ $0.leave(waiter) }) {
+        case .none:
+            break
+        case .resume:
+            waiter.resume(with: .failure(CancellationError()))
+        case .resumeAndCancel(let load):
+            waiter.resume(with: .failure(CancellationError()))
+            load?.cancel()
+        }
+    }
+
+    /// What the transport still tracks on behalf of callers: fetches in flight, keys a request
+    /// may join a fetch on, and suspended callers. All zero whenever no request is in progress;
+    /// tests read it to prove that no caller or continuation is left behind.
+    nonisolated var pendingWork: (fetches: Int, joinable: Int, waiters: Int) {
+        inFlight.withLock { ($0.fetches.count, $0.joinable.count, $0.waiterCount) }
+    }
+}

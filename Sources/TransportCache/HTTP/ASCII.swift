@@ -1,0 +1,40 @@
+/// Byte-level text helpers for header names and values, which HTTP defines in ASCII.
+enum ASCII {
+    /// `string` with its ASCII capitals lowercased, other characters left alone; `string` itself
+    /// when it has none, which is the common case for header names and costs one scan.
+    static func lowercased(_ string: String) -> String {
+        let utf8 = string.utf8
+        guard utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) else { return string }
+        return String(unsafeUninitializedCapacity: utf8.count) { buffer in
+            var count = 0
+            for byte in utf8 {
+                buffer[count] = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+                count += 1
+            }
+            return count
+        }
+    }
+
+    /// Case-insensitive equality for header names without allocating lowercased copies.
+    /// `lowercase` must already be lowercase ASCII.
+    static func equalsIgnoringCase(_ lowercase: String, _ other: String) -> Bool {
+        var left = lowercase.utf8.makeIterator()
+        var right = other.utf8.makeIterator()
+        while true {
+            switch (left.next(), right.next()) {
+            case (nil, nil):
+                return true
+            case let (a?, b?):
+                let folded = (b >= 0x41 && b <= 0x5A) ? b | 0x20 : b
+                if a != folded { return false }
+            default:
+                return false
+            }
+        }
+    }
+
+    /// Whether `string` is one or more digits, the form of `delta-seconds` and `Age`.
+    static func isDigits(_ string: some StringProtocol) -> Bool {
+        !string.isEmpty && string.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+    }
+}

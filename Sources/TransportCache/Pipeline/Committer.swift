@@ -1,0 +1,216 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The only writer of a transport's store: it stores fetched answers and `304` updates, drops
+/// entries on invalidation and memory pressure, and announces each change after every lock is
+/// released, in the order the store changed.
+///
+/// Every change it makes holds the in-flight lock (fetch completions call it with that lock held;
+/// its own operations take it), so that an invalidation and a fetch's store never interleave and
+/// the changes queue up in store order. ``publishQueuedChanges()`` delivers them once the caller
+/// holds no lock.
+final class Committer: Sendable {
+    let store: ResponseStore
+    let broadcaster: ChangeBroadcaster
+    let inFlight: Locked<FetchStateMachine>
+    private let policy: FreshnessPolicy
+    private let keyHeaders: KeyHeaders
+    private let storableStatusCodes: Set<Int>
+    /// The header override the transport reads responses through; nil when following HTTP.
+    private let cacheOverride: CacheOverride?
+
+    init(
+        store: ResponseStore,
+        broadcaster: ChangeBroadcaster,
+        inFlight: Locked<FetchStateMachine>,
+        policy: FreshnessPolicy,
+        keyHeaders: KeyHeaders,
+        configuration: CachedTransport.Configuration
+    ) {
+        self.store = store
+        self.broadcaster = broadcaster
+        self.inFlight = inFlight
+        self.policy = policy
+        self.keyHeaders = keyHeaders
+        storableStatusCodes = configuration.storableStatusCodes
+        cacheOverride = configuration.effectiveCacheOverride
+    }
+
+    // MARK: - Fetched answers
+
+    /// Why a fetched answer was not stored.
+    enum NotStoredReason: Sendable, Equatable {
+        /// Its status is not storable.
+        case status
+        /// `206 Partial Content`: part of a resource, never what a later request wants.
+        case partialContent
+        /// `Vary: *` (the header override was off or did not apply).
+        case variesOnEverything
+        /// It sets a cookie.
+        case setsCookie
+        /// `Cache-Control: no-store` (the header override was off or did not apply).
+        case noStore
+        /// Larger than the largest entry allowed.
+        case tooLarge
+        /// Its key was invalidated, or a newer reload began, while it was in flight.
+        case superseded
+    }
+
+    enum Outcome: Sendable, Equatable {
+        case stored(changedBytes: Bool)
+        case notStored(NotStoredReason)
+    }
+
+    /// `response` as the transport reads it: through the header override when it applies (a
+    /// no-op on what already came through it, so the decision does not depend on the loader),
+    /// or, when following HTTP, without the fields that describe only the connection.
+    func prepared(_ response: URLResponse) -> URLResponse {
+        guard let http = response as? HTTPURLResponse else { return response }
+        guard let cacheOverride else { return HTTPResponseBuilder.withoutConnectionFields(http) }
+        guard let url = http.url, cacheOverride.applies(to: url) else { return response }
+        return cacheOverride.rewritten(http)
+    }
+
+    /// Stores a fetched answer (already ``prepared(_:)``) when it may be stored, and queues
+    /// ``CacheChange/updated(_:)`` when its bytes changed. Call with the in-flight lock held.
+    func commitFetched(_ data: Data, response: URLResponse, for fetch: Fetch) -> Outcome {
+        if let reason = reasonNotToStore(response) { return .notStored(reason) }
+        guard fetch.storesResult else { return .notStored(.superseded) }
+        guard let entry = entry(data, response: response, for: fetch) else { return .notStored(.variesOnEverything) }
+        switch store.write(entry, for: fetch.key) {
+        case .stored(let changedBytes):
+            store.record { $0.stores += 1 }
+            if changedBytes, let url = URL(string: fetch.key.url) { broadcaster.enqueue(.updated(url)) }
+            return .stored(changedBytes: changedBytes)
+        case .tooLarge, .replacedEntryGone:
+            return .notStored(.tooLarge)
+        }
+    }
+
+    /// Takes a `304 Not Modified` for `validated`, the entry `fetch` asked the origin to confirm:
+    /// the stored headers are updated (``NotModifiedMerge``), its `Vary` selects from now on, and
+    /// its age restarts. Call with the in-flight lock held.
+    /// - Returns: the stored body and the response for the fetch's callers (which carries the
+    ///   304's `Set-Cookie`, never stored), or nil when `validated` is no longer stored.
+    func commitNotModified(_ notModified: HTTPURLResponse, confirming validated: StoredResponse, for fetch: Fetch)
+        -> (Data, URLResponse)?
+    {
+        let merged = NotModifiedMerge.merge(
+            validated.response, with: prepared(notModified) as? HTTPURLResponse ?? notModified)
+        guard fetch.storesResult else {
+            // Superseded by a newer reload: the body is confirmed, but the store is not this
+            // fetch's to change.
+            guard store.state.withLock({ $0.holds(validated, for: fetch.key) }) else { return nil }
+            store.record { $0.notModified += 1 }
+            return (validated.data, merged.answered)
+        }
+        guard let updated = entry(validated.data, response: merged.stored, for: fetch) else {
+            // The origin now says the representation varies on everything: it answers this
+            // exchange, and no other request.
+            return store.remove(validated, for: fetch.key) ? (validated.data, merged.answered) : nil
+        }
+        switch store.write(updated, for: fetch.key, replacing: validated) {
+        case .stored:
+            store.record { $0.notModified += 1 }
+            return (validated.data, merged.answered)
+        case .replacedEntryGone:
+            return nil
+        case .tooLarge:
+            _ = store.remove(validated, for: fetch.key)
+            return (validated.data, merged.answered)
+        }
+    }
+
+    /// Why `response` must not be stored, or nil when it may be.
+    private func reasonNotToStore(_ response: URLResponse) -> NotStoredReason? {
+        guard let http = response as? HTTPURLResponse else { return .status }
+        // A partial answer is never the whole resource a later request wants.
+        if http.statusCode == 206 { return .partialContent }
+        let storable =
+            storableStatusCodes.contains(http.statusCode)
+            // HTTP caching stores any final status that states its own freshness.
+            || (policy.followsHTTPCaching && (200..<600).contains(http.statusCode) && http.statusCode != 304
+                && FreshnessPolicy.hasExplicitFreshness(http))
+        guard storable else { return .status }
+        // A response that sets a cookie starts or changes a session: it belongs to the exchange
+        // that received it, and a later request (perhaps after a sign-out, with the same key
+        // headers) must not be handed that session, whatever the header override says.
+        if http.headerValue("set-cookie") != nil { return .setsCookie }
+        // What the header override did not rewrite is taken at its word.
+        if let cacheControl = http.headerValue("cache-control"), CacheControl(cacheControl).noStore {
+            return .noStore
+        }
+        return nil
+    }
+
+    /// The entry for an answer `fetch` brought, or nil when its `Vary` is `*`.
+    private func entry(_ data: Data, response: URLResponse, for fetch: Fetch) -> StoredResponse? {
+        let names = Vary.names(of: response)
+        guard !names.contains("*"), let url = fetch.request.url else { return nil }
+        let http = response as? HTTPURLResponse
+        return StoredResponse(
+            data: data,
+            response: response,
+            selector: Vary.selector(
+                names: names, requestFields: fetch.request.allHTTPHeaderFields, keyHeaders: keyHeaders),
+            cost: Self.cost(of: data, response: http, key: fetch.key),
+            storedAt: policy.clock.now,
+            lifetime: policy.lifetime(of: response, url: url, requestTime: fetch.requestTime),
+            entityTag: http?.headerValue("etag"),
+            lastModified: http?.headerValue("last-modified")
+        )
+    }
+
+    /// The bytes an entry is charged against the budget: the body, the URL and header text, and a
+    /// fixed allowance for the bookkeeping around them.
+    static func cost(of data: Data, response: HTTPURLResponse?, key: CacheKey) -> Int {
+        var cost = data.count + key.url.utf8.count + StoredResponse.fixedOverhead
+        for value in key.identity { cost += value?.utf8.count ?? 0 }
+        if let response {
+            for field in HeaderFields(of: response).byLowercasedName.values {
+                cost += field.name.utf8.count + field.value.utf8.count
+            }
+        }
+        return cost
+    }
+
+    // MARK: - Dropping entries
+
+    /// Drops every entry whose key satisfies `matches`, stops the fetches in flight for those keys
+    /// from storing their answers (their callers still get them) and from being joined, and
+    /// announces what `change` makes of the removed keys (nothing when it returns nil).
+    func drop(where matches: (CacheKey) -> Bool, announcing change: ([CacheKey]) -> CacheChange?) {
+        inFlight.withLock { machine in
+            machine.detach(where: matches)
+            let removed = store.removeAll(where: matches)
+            if let change = change(removed) { broadcaster.enqueue(change) }
+        }
+        publishQueuedChanges()
+    }
+
+    /// Gives memory back for `pressure` (see ``CachedTransport/trim(for:)``). Fetches in flight
+    /// are not touched: a trim is about memory, not freshness.
+    func trim(for pressure: MemoryPressure) {
+        inFlight.withLock { _ in
+            let removed = store.trim(for: pressure)
+            guard !removed.isEmpty else { return }
+            switch pressure {
+            case .warning: broadcaster.enqueue(.invalidated(urls: Self.urls(of: removed.map(\.url)), endpoint: nil))
+            case .critical: broadcaster.enqueue(.cleared)
+            }
+        }
+        publishQueuedChanges()
+    }
+
+    /// Delivers the queued changes to the subscribers. Call with no lock held.
+    func publishQueuedChanges() {
+        broadcaster.deliverQueued()
+    }
+
+    /// Distinct URLs of normalised URL strings, in a stable order.
+    static func urls(of normalized: some Sequence<String>) -> [URL] {
+        Set(normalized).sorted().compactMap { URL(string: $0) }
+    }
+}

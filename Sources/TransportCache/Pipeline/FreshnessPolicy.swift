@@ -1,0 +1,187 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Whether a stored entry may answer a request: the one freshness rule of a transport, chosen
+/// once from its configuration and asked by every path.
+///
+/// Two sets of rules:
+/// - **configured** (the default): an entry is fresh for the configured maximum age of its URL
+///   (for ever without one), then answers within its stale-while-revalidate window;
+/// - **HTTP caching** (``CachedTransport/Configuration/conformsToHTTPCaching``), for requests
+///   with the `useProtocolCachePolicy` policy: RFC 9111's freshness from the response's own
+///   headers, capped by the configured maximum age, and the request's `max-age`, `min-fresh` and
+///   `max-stale`.
+struct FreshnessPolicy: Sendable {
+    let followsHTTPCaching: Bool
+    let maximumAge: Duration?
+    let maximumAges: [EndpointSetting<Duration>]
+    let staleWindow: Duration?
+    let staleWindows: [EndpointSetting<Duration>]
+    let clock: CacheClock
+    /// Whether any entry can ever go stale: when not, a lookup does not read the clock.
+    let entriesExpire: Bool
+
+    init(_ configuration: CachedTransport.Configuration) {
+        followsHTTPCaching = configuration.conformsToHTTPCaching
+        maximumAge = configuration.maximumAge
+        maximumAges = configuration.maximumAges
+        staleWindow = configuration.staleWhileRevalidate
+        staleWindows = configuration.staleWhileRevalidateWindows
+        clock = configuration.clock
+        entriesExpire = followsHTTPCaching || maximumAge != nil || !maximumAges.isEmpty
+    }
+
+    // MARK: - When an answer is stored
+
+    /// How long `response`, fetched for `url` by a request sent at `requestTime`, stays fresh
+    /// once stored now.
+    func lifetime(of response: URLResponse, url: URL, requestTime: Date) -> EntryLifetime {
+        let maximumAge = maximumAges.value(for: url) ?? maximumAge
+        let staleWindow = staleWindows.value(for: url) ?? staleWindow
+        guard followsHTTPCaching, let http = response as? HTTPURLResponse else {
+            return EntryLifetime(freshFor: maximumAge, staleWindow: staleWindow)
+        }
+        return httpLifetime(of: http, requestTime: requestTime, maximumAge: maximumAge, staleWindow: staleWindow)
+    }
+
+    /// The lifetime HTTP gives `response` as a private cache computes it (RFC 9111 section 4.2):
+    /// the freshness lifetime from `max-age`, then `Expires` against `Date`, then a heuristic of
+    /// a tenth of the time since `Last-Modified` for statuses that allow one; less the response's
+    /// corrected initial age. `s-maxage` is for shared caches and ignored. The response's own
+    /// `stale-while-revalidate` takes precedence over the configured window.
+    private func httpLifetime(
+        of response: HTTPURLResponse, requestTime: Date, maximumAge: Duration?, staleWindow: Duration?
+    ) -> EntryLifetime {
+        let responseTime = clock.date
+        let cacheControl = CacheControl(response.headerValue("cache-control"))
+        let pragmaNoCache =
+            cacheControl == CacheControl()
+            && response.headerValue("pragma").map { HeaderList.contains("no-cache", in: $0) } == true
+        let date = response.headerValue("date").flatMap(HTTPDate.parse) ?? responseTime
+        var lifetime: TimeInterval
+        if cacheControl.noCache || pragmaNoCache {
+            lifetime = 0
+        } else if let maxAge = cacheControl.maxAge {
+            lifetime = TimeInterval(maxAge.seconds ?? 0)
+        } else if let expires = response.headerValue("expires") {
+            lifetime = HTTPDate.parse(expires).map { max(0, $0.timeIntervalSince(date)) } ?? 0
+        } else if Self.heuristicStatuses.contains(response.statusCode),
+            let lastModified = response.headerValue("last-modified").flatMap(HTTPDate.parse)
+        {
+            lifetime = max(0, date.timeIntervalSince(lastModified)) / 10
+        } else {
+            lifetime = 0
+        }
+        if let maximumAge { lifetime = min(lifetime, Double(maximumAge.components.seconds)) }
+
+        let apparentAge = max(0, responseTime.timeIntervalSince(date))
+        let responseDelay = max(0, responseTime.timeIntervalSince(requestTime))
+        let initialAge = max(apparentAge, (Self.age(of: response) ?? 0) + responseDelay)
+
+        let mustRevalidate = cacheControl.noCache || cacheControl.mustRevalidate || pragmaNoCache
+        let window: Duration? =
+            if mustRevalidate {
+                nil
+            } else if let directive = cacheControl.staleWhileRevalidate?.seconds {
+                .seconds(directive)
+            } else {
+                staleWindow
+            }
+        return EntryLifetime(
+            freshFor: .milliseconds(Int64(((lifetime - initialAge) * 1000).rounded(.down))),
+            staleWindow: window,
+            initialAge: .milliseconds(Int64((initialAge * 1000).rounded(.down))),
+            mustRevalidate: mustRevalidate
+        )
+    }
+
+    /// Statuses whose responses may be given a heuristic freshness (RFC 9110 section 15.1).
+    static let heuristicStatuses: Set<Int> = [200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501]
+
+    /// The `Age` field's seconds: its first member, ignored when that is not a non-negative
+    /// integer (RFC 9111 section 5.1).
+    static func age(of response: HTTPURLResponse) -> TimeInterval? {
+        guard let value = response.headerValue("age"), let first = HeaderList.elements(value).first,
+            ASCII.isDigits(first)
+        else { return nil }
+        return TimeInterval(first) ?? TimeInterval(Int32.max)
+    }
+
+    /// True when `response` states its own freshness (`max-age` or `Expires`), which lets a
+    /// cache following HTTP store a status it would not store by default.
+    static func hasExplicitFreshness(_ response: HTTPURLResponse) -> Bool {
+        CacheControl(response.headerValue("cache-control")).maxAge != nil || response.headerValue("expires") != nil
+    }
+
+    // MARK: - When a request asks
+
+    /// What a stored entry is worth to one request.
+    enum Verdict: Sendable, Equatable {
+        /// Fresh: answer with it.
+        case fresh
+        /// Stale, but what the request accepts (its `max-stale`, or a policy that takes any age):
+        /// answer with it.
+        case staleAccepted
+        /// Stale within its stale-while-revalidate window: answer with it at once, and revalidate
+        /// it in the background.
+        case staleWhileRevalidate
+        /// Not usable without asking the origin.
+        case stale
+    }
+
+    /// How a request weighs stored entries.
+    enum Acceptance: Sendable {
+        /// The transport's rules for its default policy.
+        case transportRules
+        /// RFC 9111 with the request's own `Cache-Control` (HTTP caching, `useProtocolCachePolicy`).
+        case httpRules(CacheControl?)
+        /// Any age (`returnCacheDataDontLoad`; `returnCacheDataElseLoad` when following HTTP).
+        case anyAge
+    }
+
+    /// What `entry` is worth at `now` to a request that weighs entries as `acceptance` says.
+    /// `now` is nil when ``entriesExpire`` is false: then every entry is fresh.
+    func verdict(for entry: StoredResponse, at now: ContinuousClock.Instant?, acceptance: Acceptance) -> Verdict {
+        guard let now else { return .fresh }
+        switch acceptance {
+        case .anyAge:
+            return isExpired(entry, at: now) ? .staleAccepted : .fresh
+        case .transportRules:
+            guard isExpired(entry, at: now) else { return .fresh }
+            return isWithinStaleWindow(entry, at: now) ? .staleWhileRevalidate : .stale
+        case .httpRules(let request):
+            let age = entry.currentAge(at: now) ?? .zero
+            if let maxAge = request?.maxAge {
+                guard let seconds = maxAge.seconds, age <= .seconds(seconds) else { return .stale }
+            }
+            if let minFresh = request?.minFresh, let expiresAt = entry.expiresAt {
+                guard let seconds = minFresh.seconds, expiresAt - now >= .seconds(seconds) else { return .stale }
+            }
+            guard let expiresAt = entry.expiresAt, now >= expiresAt else { return .fresh }
+            if entry.mustRevalidate { return .stale }
+            if request?.acceptsAnyStaleness == true { return .staleAccepted }
+            if let maxStale = request?.maxStale?.seconds, now - expiresAt <= .seconds(maxStale) {
+                return .staleAccepted
+            }
+            return isWithinStaleWindow(entry, at: now) ? .staleWhileRevalidate : .stale
+        }
+    }
+
+    /// Whether `entry` may answer in place of a fetch that failed with a connectivity error
+    /// (``CachedTransport/Configuration/staleIfError``).
+    func mayAnswerAfterFailure(_ entry: StoredResponse) -> Bool {
+        !entry.mustRevalidate
+    }
+
+    private func isExpired(_ entry: StoredResponse, at now: ContinuousClock.Instant) -> Bool {
+        guard let expiresAt = entry.expiresAt else { return false }
+        return now >= expiresAt
+    }
+
+    private func isWithinStaleWindow(_ entry: StoredResponse, at now: ContinuousClock.Instant) -> Bool {
+        guard let staleUntil = entry.staleUntil else { return false }
+        return now < staleUntil
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// What the transport does with one request, and why: the ``RequestPlanner``'s answer, which
+/// every entry point performs.
+enum Plan {
+    /// Answer from memory.
+    case memory(MemoryAnswer)
+    /// Fetch through the coalesced, stored path.
+    case fetch(FetchPlan)
+    /// Send as it is, past the store and coalescing.
+    case send(SendPlan)
+    /// `returnCacheDataDontLoad` with nothing stored: fail without touching the network.
+    case unavailable
+    /// `only-if-cached` (HTTP caching) with nothing usable stored: answer `504` without touching
+    /// the network (RFC 9111 section 5.2.1.7).
+    case gatewayTimeout(URL)
+
+    /// Why an answer comes from memory.
+    enum MemoryReason: Sendable, Equatable {
+        /// The entry is fresh.
+        case fresh
+        /// The entry is stale, and the request accepts that (its `max-stale`, or its policy).
+        case staleAccepted
+        /// Within the entry's stale-while-revalidate window; a background revalidation starts.
+        case staleWhileRevalidate
+    }
+
+    /// Why a request is fetched.
+    enum FetchReason: Sendable, Equatable {
+        /// Nothing usable is stored for its key and variant.
+        case noEntry
+        /// The stored entry is stale.
+        case expired
+        /// Its policy ignores the stored entry (`reloadIgnoringLocalCacheData` and the others).
+        case reloadPolicy
+        /// Its own `Cache-Control: no-cache`, `max-age=0` or `Pragma: no-cache` asks to revalidate.
+        case requestRevalidates
+        /// ``CachedTransport/refresh(_:)``.
+        case refresh
+    }
+
+    /// Why a request is sent as it is.
+    enum SendReason: Sendable, Equatable {
+        /// Not GET or HEAD: never stored, and it invalidates what it changed when it succeeds.
+        case unsafeMethod
+        /// Not http or https.
+        case notHTTP
+        /// A bypass: the request's own headers keep it out of the store.
+        case bypass(BypassReason)
+    }
+
+    /// Why a GET or HEAD bypasses the store and coalescing.
+    enum BypassReason: Sendable, Equatable {
+        /// Its own `If-*` or `Range` fields: the answer (`304`, `206`, `412`) is its own.
+        case requestConditions
+        /// Its own `Cache-Control: no-store`.
+        case requestNoStore
+    }
+}
+
+/// A stored answer the planner chose.
+struct MemoryAnswer {
+    let entry: StoredResponse
+    /// The response to hand over: the entry's, marked or aged as the reason requires.
+    let response: URLResponse
+    let reason: Plan.MemoryReason
+    let key: CacheKey
+    let request: URLRequest
+
+    var data: Data { entry.data }
+}
+
+/// A request to fetch, with its key.
+struct FetchPlan {
+    let request: URLRequest
+    let key: CacheKey
+    /// The request's header fields, read once.
+    let fields: [String: String]?
+    let reason: Plan.FetchReason
+    /// How stored entries may answer it when a fetch of the same key has completed meanwhile.
+    let acceptance: FreshnessPolicy.Acceptance
+
+    /// Which fetch already in flight it may share.
+    enum Sharing: Sendable {
+        /// Any fetch of its key.
+        case any
+        /// Only one that was itself started to reload (a reload policy, a request's own
+        /// `no-cache`, a refresh, a background revalidation).
+        case reloads
+        /// None: it asked for what the origin holds now, and a fetch that began before it was
+        /// made may bring an older answer.
+        case none
+    }
+
+    var sharing: Sharing {
+        switch reason {
+        case .noEntry, .expired: .any
+        case .reloadPolicy, .requestRevalidates: .reloads
+        case .refresh: .none
+        }
+    }
+
+    /// Whether a fetch it starts is a reload, which ``Sharing/reloads`` requests may share.
+    var isReload: Bool { sharing != .any }
+}
+
+/// A request sent as it is.
+struct SendPlan {
+    let request: URLRequest
+    let url: URL
+    let reason: Plan.SendReason
+}

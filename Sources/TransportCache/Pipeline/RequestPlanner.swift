@@ -1,0 +1,155 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Decides what the transport does with a request: the one place a request is classified.
+///
+/// ``CachedTransport/data(for:)``, ``CachedTransport/refresh(_:)``, the decoded-value calls and
+/// everything built on them (the OpenAPI adapter, `values` streams) ask it, and perform the
+/// ``Plan`` it returns. Answering from memory is decided here with the ``FreshnessPolicy``, in one
+/// locked lookup that also counts the request.
+struct RequestPlanner: Sendable {
+    let keyHeaders: KeyHeaders
+    let policy: FreshnessPolicy
+    let store: ResponseStore
+    /// ``CachedTransport/Configuration/staleIfError``.
+    let answersStaleOnError: Bool
+
+    /// The plan for `request`; `refreshing` for ``CachedTransport/refresh(_:)``.
+    /// - Throws: `URLError(.badURL)` for a request without a URL.
+    func plan(_ request: URLRequest, refreshing: Bool = false) throws -> Plan {
+        guard let url = request.url else {
+            store.record { $0.requests += 1 }
+            throw URLError(.badURL)
+        }
+        let method = request.httpMethod ?? "GET"
+        guard method == "GET" || method == "HEAD" else {
+            return send(request, url: url, because: .unsafeMethod)
+        }
+        let fields = request.allHTTPHeaderFields
+        guard let key = CacheKey(method: method, url: url, fields: fields, keyHeaders: keyHeaders) else {
+            return send(request, url: url, because: .notHTTP)
+        }
+        let directives = RequestDirectives(fields)
+        if let bypass = directives.bypass { return send(request, url: url, because: .bypass(bypass)) }
+
+        let acceptance: FreshnessPolicy.Acceptance
+        let reloadReason: Plan.FetchReason?
+        switch request.cachePolicy {
+        case _ where refreshing:
+            acceptance = .transportRules
+            reloadReason = .refresh
+        case .useProtocolCachePolicy:
+            acceptance = policy.followsHTTPCaching ? .httpRules(directives.cacheControl) : .transportRules
+            reloadReason = directives.revalidates ? .requestRevalidates : nil
+        case .returnCacheDataElseLoad:
+            acceptance = policy.followsHTTPCaching ? .anyAge : .transportRules
+            reloadReason = directives.revalidates ? .requestRevalidates : nil
+        case .returnCacheDataDontLoad:
+            acceptance = .anyAge
+            reloadReason = nil
+        default:
+            acceptance = .transportRules
+            reloadReason = .reloadPolicy
+        }
+        if let reloadReason {
+            store.record { $0.requests += 1 }
+            return .fetch(
+                FetchPlan(request: request, key: key, fields: fields, reason: reloadReason, acceptance: acceptance))
+        }
+
+        var foundStale = false
+        if let answer = memoryAnswer(
+            request, key: key, fields: fields, acceptance: acceptance, countsRequest: true, foundStale: &foundStale)
+        {
+            return .memory(answer)
+        }
+        if request.cachePolicy == .returnCacheDataDontLoad { return .unavailable }
+        if case .httpRules(let cacheControl) = acceptance, cacheControl?.onlyIfCached == true {
+            return .gatewayTimeout(url)
+        }
+        return .fetch(
+            FetchPlan(
+                request: request, key: key, fields: fields, reason: foundStale ? .expired : .noEntry,
+                acceptance: acceptance))
+    }
+
+    /// The stored answer `plan` may take now instead of fetching: a fetch of its key may have
+    /// completed between its plan and its joining. Only a fresh (or accepted) entry answers here.
+    func storedAnswer(for plan: FetchPlan) -> MemoryAnswer? {
+        var foundStale = false
+        guard
+            let answer = memoryAnswer(
+                plan.request, key: plan.key, fields: plan.fields, acceptance: plan.acceptance, countsRequest: false,
+                foundStale: &foundStale),
+            answer.reason != .staleWhileRevalidate
+        else { return nil }
+        return answer
+    }
+
+    /// The stored entry a request with `fields` may be answered with after its fetch for `key`
+    /// failed with `error`, marked stale, when ``answersStaleOnError`` and the error is a
+    /// connectivity failure.
+    func answerAfterFailure(of key: CacheKey, fields: [String: String]?, error: any Error) -> (Data, URLResponse)? {
+        guard answersStaleOnError, let error = error as? URLError, Self.connectivityErrors.contains(error.code),
+            let stored = store.peek(key, selectedBy: fields), policy.mayAnswerAfterFailure(stored)
+        else { return nil }
+        store.record { $0.staleAnswers += 1 }
+        return (stored.data, HTTPResponseBuilder.stale(stored.response, value: String(error.code.rawValue)))
+    }
+
+    /// The connectivity failures after which a stored entry may answer.
+    static let connectivityErrors: Set<URLError.Code> = [
+        .notConnectedToInternet, .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed,
+        .timedOut, .networkConnectionLost,
+    ]
+
+    /// The entry of `key` that the request may be answered with, judged by the policy in the
+    /// store's lookup, which counts it.
+    private func memoryAnswer(
+        _ request: URLRequest,
+        key: CacheKey,
+        fields: [String: String]?,
+        acceptance: FreshnessPolicy.Acceptance,
+        countsRequest: Bool,
+        foundStale: inout Bool
+    ) -> MemoryAnswer? {
+        let now = policy.entriesExpire ? policy.clock.now : nil
+        var stale = false
+        let found = store.lookup(key, selectedBy: fields) { entry, statistics -> (Plan.MemoryReason, URLResponse)? in
+            if countsRequest { statistics.requests += 1 }
+            guard let entry else { return nil }
+            let reason: Plan.MemoryReason
+            switch policy.verdict(for: entry, at: now, acceptance: acceptance) {
+            case .fresh: reason = .fresh
+            case .staleAccepted: reason = .staleAccepted
+            case .staleWhileRevalidate: reason = .staleWhileRevalidate
+            case .stale:
+                stale = true
+                return nil
+            }
+            statistics.memoryHits += 1
+            guard reason == .staleWhileRevalidate else { return (reason, entry.response) }
+            statistics.staleWindowAnswers += 1
+            // Made once per entry, under the store's lock that guards the cached copy.
+            if let marked = entry.staleWindowResponse { return (reason, marked) }
+            let marked = HTTPResponseBuilder.stale(entry.response, value: CachedTransport.revalidatingStaleValue)
+            entry.staleWindowResponse = marked
+            return (reason, marked)
+        }
+        foundStale = stale
+        guard let (entry, (reason, response)) = found else { return nil }
+        var answered = response
+        if let now, let age = entry.currentAge(at: now) {
+            // RFC 9111 section 5.1: an answer from a cache says how old it is.
+            answered = HTTPResponseBuilder.response(
+                response, setting: "Age", to: String(max(0, age.components.seconds)))
+        }
+        return MemoryAnswer(entry: entry, response: answered, reason: reason, key: key, request: request)
+    }
+
+    private func send(_ request: URLRequest, url: URL, because reason: Plan.SendReason) -> Plan {
+        .send(SendPlan(request: request, url: url, reason: reason))
+    }
+}

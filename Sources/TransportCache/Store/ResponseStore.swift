@@ -1,0 +1,167 @@
+/// The memory behind ``CachedTransport``: stored answers by key and variant, least recently used
+/// evicted first within a byte budget, behind one lock. It knows no HTTP: the ``RequestPlanner``
+/// judges what it finds, and the ``Committer`` alone writes to it.
+///
+/// It replaces `URLCache` wholesale, because on Linux that cache keys by host and path only,
+/// evicts first-in-first-out, crashes when one URL is stored twice before an eviction, and scans
+/// a disk folder on every miss. Nothing here is ever read from or written to disk.
+final class ResponseStore: Sendable {
+    struct State {
+        var entries: LeastRecentlyUsed<CacheKey, StoredVariants>
+        var statistics = CacheStatistics()
+
+        mutating func syncGauges() {
+            statistics.bytesHeld = entries.totalCost
+            statistics.entries = entries.count
+        }
+
+        /// Whether `entry` is still one of the variants stored for `key`.
+        func holds(_ entry: StoredResponse, for key: CacheKey) -> Bool {
+            entries.peekValue(forKey: key)?.contains(entry) ?? false
+        }
+    }
+
+    let state: Locked<State>
+    /// The most one key's variants together may be charged: a share of the capacity.
+    let maximumEntryCost: Int
+    /// How many variants one key keeps, at least one.
+    let maximumVariants: Int
+
+    init(memoryCapacity: Int, maximumEntryShare: Double, maximumVariants: Int) {
+        let capacity = max(0, memoryCapacity)
+        state = Locked(State(entries: LeastRecentlyUsed(capacity: capacity)))
+        maximumEntryCost = Int(Double(capacity) * min(1, max(0, maximumEntryShare)))
+        self.maximumVariants = max(1, maximumVariants)
+    }
+
+    /// Hands `judge` the variant of `key` that a request with `requestFields` selects (nil when
+    /// none), with the counters to update; a variant it accepts becomes the most recently used.
+    /// - Returns: the accepted variant and the verdict.
+    /// - Complexity: O(1): one hash lookup under the lock, plus a scan of the key's few variants
+    ///   when its responses select on request fields.
+    func lookup<Verdict>(
+        _ key: CacheKey,
+        selectedBy requestFields: [String: String]?,
+        judge: (StoredResponse?, inout CacheStatistics) -> Verdict?
+    ) -> (entry: StoredResponse, verdict: Verdict)? {
+        state.withLock { state in
+            var found: (entry: StoredResponse, verdict: Verdict)?
+            var judged = false
+            _ = state.entries.value(forKey: key) { variants in
+                judged = true
+                let selected = variants.selected(by: requestFields)
+                guard let verdict = judge(selected, &state.statistics), let selected else { return false }
+                variants.markUsed(selected)
+                found = (selected, verdict)
+                return true
+            }
+            if !judged { _ = judge(nil, &state.statistics) }
+            return found
+        }
+    }
+
+    /// The variant of `key` a request with `requestFields` selects, whatever its age, without
+    /// touching recency.
+    func peek(_ key: CacheKey, selectedBy requestFields: [String: String]?) -> StoredResponse? {
+        state.withLock { $0.entries.peekValue(forKey: key)?.selected(by: requestFields) }
+    }
+
+    enum WriteResult: Equatable {
+        /// Stored; `changedBytes` is false when the same body was already held for the variant.
+        case stored(changedBytes: Bool)
+        /// Larger than the largest entry allowed: not stored.
+        case tooLarge
+        /// The entry to replace is no longer held (invalidated, evicted or replaced meanwhile).
+        case replacedEntryGone
+    }
+
+    /// Stores `entry` for `key`, replacing `replacing` when given (a revalidated entry), else the
+    /// variant with the same selector.
+    ///
+    /// The key keeps its other variants that select on the same fields, most recently used first,
+    /// while they fit within ``maximumVariants`` and ``maximumEntryCost``; least recently used ones
+    /// go first. Variants that select on other fields are dropped: the origin changed how it
+    /// selects representations. An entry with the same bytes as the one it replaces keeps its
+    /// decoded values.
+    func write(_ entry: StoredResponse, for key: CacheKey, replacing: StoredResponse? = nil) -> WriteResult {
+        state.withLock { state in
+            guard entry.cost <= maximumEntryCost else {
+                state.statistics.rejectedTooLarge += 1
+                return .tooLarge
+            }
+            let existing = state.entries.peekValue(forKey: key)?.all ?? []
+            if let replacing, !existing.contains(where: { $0 === replacing }) { return .replacedEntryGone }
+            let previous = replacing ?? existing.first { $0.selector == entry.selector }
+            let names = entry.selector.names
+            let sameBytes = previous?.data == entry.data
+            if sameBytes, let previous {
+                let carried = previous.decoded.keptValues
+                if entry.cost + carried.cost <= maximumEntryCost { entry.decoded = carried }
+            }
+            var variants = [entry]
+            var cost = entry.totalCost
+            var dropped = 0
+            for variant in existing
+            where variant !== previous && variant.selector != entry.selector && variant.selector.names == names {
+                if variants.count < maximumVariants, cost + variant.totalCost <= maximumEntryCost {
+                    variants.append(variant)
+                    cost += variant.totalCost
+                } else {
+                    dropped += 1
+                }
+            }
+            let (_, evicted) = state.entries.setValue(StoredVariants(variants), forKey: key, cost: cost)
+            state.statistics.evictions += evicted + dropped
+            state.syncGauges()
+            return .stored(changedBytes: !sameBytes)
+        }
+    }
+
+    /// Removes every variant of `key`. - Returns: whether anything was removed.
+    func remove(_ key: CacheKey) -> Bool {
+        state.withLock { state in
+            let removed = state.entries.removeValue(forKey: key) != nil
+            if removed { state.statistics.invalidations += 1 }
+            state.syncGauges()
+            return removed
+        }
+    }
+
+    /// Removes the variant `entry` of `key`, keeping the others.
+    /// - Returns: whether it was held.
+    func remove(_ entry: StoredResponse, for key: CacheKey) -> Bool {
+        state.withLock { state in
+            guard let variants = state.entries.peekValue(forKey: key), variants.contains(entry) else { return false }
+            let others = variants.all.filter { $0 !== entry }
+            if others.isEmpty {
+                state.entries.removeValue(forKey: key)
+            } else {
+                state.entries.setValue(
+                    StoredVariants(others), forKey: key, cost: others.reduce(0) { $0 + $1.totalCost })
+            }
+            state.syncGauges()
+            return true
+        }
+    }
+
+    /// Removes every key that satisfies `predicate`.
+    /// - Returns: the removed keys.
+    /// - Complexity: O(n) in the number of keys.
+    func removeAll(where predicate: (CacheKey) -> Bool) -> [CacheKey] {
+        state.withLock { state in
+            let removed = state.entries.removeAll { key, _ in predicate(key) }
+            state.statistics.invalidations += removed.count
+            state.syncGauges()
+            return removed
+        }
+    }
+
+    /// Updates the counters the transport keeps beside the store's own.
+    func record(_ update: (inout CacheStatistics) -> Void) {
+        state.withLock { update(&$0.statistics) }
+    }
+
+    var statistics: CacheStatistics {
+        state.withLock { $0.statistics }
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// One stored answer, with what is needed to decide whether it may be reused. Made by the
+/// ``Committer``; read by the ``RequestPlanner`` and the ``FreshnessPolicy``.
+///
+/// A class, so that a hit takes it out of the store with one retain rather than copying each field.
+///
+/// `@unchecked Sendable` is safe here: every stored property but ``decoded`` and
+/// ``staleWindowResponse`` is an immutable `let` of a Sendable type, and those two are only read
+/// or written while the owning ``ResponseStore``'s lock is held.
+final class StoredResponse: @unchecked Sendable {
+    let data: Data
+    let response: URLResponse
+    /// The request field values it was fetched with that a later request must share.
+    let selector: VariantSelector
+    /// What the entry is charged for its body, URL and headers (decoded values come on top).
+    let cost: Int
+    let storedAt: ContinuousClock.Instant
+    /// When set, the entry is no longer fresh from this instant on.
+    let expiresAt: ContinuousClock.Instant?
+    /// When set, the entry answers at once, marked stale, until this instant past ``expiresAt``,
+    /// while a background revalidation brings it up to date.
+    let staleUntil: ContinuousClock.Instant?
+    /// The entry's age when it was stored, when the transport follows HTTP caching: answers from
+    /// it carry an `Age`.
+    let initialAge: Duration?
+    /// Never answered stale, not even when the network fails.
+    let mustRevalidate: Bool
+    /// The validators sent back as `If-None-Match` and `If-Modified-Since` to revalidate it.
+    let entityTag: String?
+    let lastModified: String?
+    /// Values decoded from ``data``, by type and decoder, and decodes in progress. They live and
+    /// die with this entry: an invalidated, evicted or replaced entry takes them along, except a
+    /// replacement with the same bytes, which carries them over. Guarded by the store's lock.
+    var decoded = DecodedValues()
+    /// ``response`` marked as a stale-window answer, made on the first such answer and kept.
+    /// Guarded by the store's lock.
+    var staleWindowResponse: URLResponse?
+
+    init(
+        data: Data,
+        response: URLResponse,
+        selector: VariantSelector,
+        cost: Int,
+        storedAt: ContinuousClock.Instant,
+        lifetime: EntryLifetime,
+        entityTag: String?,
+        lastModified: String?
+    ) {
+        self.data = data
+        self.response = response
+        self.selector = selector
+        self.cost = cost
+        self.storedAt = storedAt
+        let expiresAt = lifetime.freshFor.map { storedAt.advanced(by: $0) }
+        self.expiresAt = expiresAt
+        staleUntil = lifetime.staleWindow.flatMap { window in expiresAt.map { $0.advanced(by: window) } }
+        initialAge = lifetime.initialAge
+        mustRevalidate = lifetime.mustRevalidate
+        self.entityTag = entityTag
+        self.lastModified = lastModified
+    }
+
+    /// True when the entry can be revalidated with a conditional request.
+    var hasValidators: Bool { entityTag != nil || lastModified != nil }
+
+    /// The bytes charged for this entry and the values decoded from it.
+    var totalCost: Int { cost + decoded.cost }
+
+    /// The entry's age at `instant` (RFC 9111 section 4.2.3), when it keeps one.
+    func currentAge(at instant: ContinuousClock.Instant) -> Duration? {
+        initialAge.map { $0 + (instant - storedAt) }
+    }
+
+    /// The allowance per entry for the key, the response object and the store's own bookkeeping.
+    static let fixedOverhead = 256
+}
+
+/// The request field values a stored variant was fetched with, for the fields its response
+/// selects on beyond the key's own: a later request must carry the same values to be answered by
+/// it. Empty for a response that selects on nothing more.
+struct VariantSelector: Sendable, Hashable {
+    struct Field: Sendable, Hashable {
+        /// Lowercased field name.
+        let name: String
+        let value: String?
+    }
+
+    let fields: [Field]
+
+    static let none = VariantSelector(fields: [])
+
+    /// The field names, in order.
+    var names: [String] { fields.map(\.name) }
+
+    /// Whether a request with `requestFields` carries the same values.
+    func selects(_ requestFields: [String: String]?) -> Bool {
+        fields.allSatisfy { $0.value == HeaderFields.value(named: $0.name, in: requestFields) }
+    }
+}
+
+/// The representations stored for one key, most recently used first: one per selector.
+///
+/// The store's least-recently-used order and byte budget work per key; this keeps the order
+/// among a key's variants, so that callers alternating between field values are each answered
+/// from memory.
+///
+/// `@unchecked Sendable` is safe here: ``all`` is only read or written while the owning
+/// ``ResponseStore``'s lock is held.
+final class StoredVariants: @unchecked Sendable {
+    /// Unchecked: every access holds the store's lock already, and a hit would otherwise pay the
+    /// runtime's exclusivity check (a thread-local lookup) to read it.
+    @exclusivity(unchecked) private(set) var all: [StoredResponse]
+
+    init(_ variants: [StoredResponse]) {
+        all = variants
+    }
+
+    /// The variant a request with `requestFields` may be answered from.
+    /// - Complexity: O(1) for a key whose responses select on nothing; O(v) in the variants otherwise.
+    func selected(by requestFields: [String: String]?) -> StoredResponse? {
+        let first = all[0]
+        if first.selector.fields.isEmpty || first.selector.selects(requestFields) { return first }
+        return all.dropFirst().first { $0.selector.selects(requestFields) }
+    }
+
+    /// Makes `variant` the most recently used.
+    func markUsed(_ variant: StoredResponse) {
+        guard all[0] !== variant, let position = all.firstIndex(where: { $0 === variant }) else { return }
+        all.insert(all.remove(at: position), at: 0)
+    }
+
+    func contains(_ entry: StoredResponse) -> Bool {
+        all.contains { $0 === entry }
+    }
+
+    /// The bytes charged for every variant and its decoded values.
+    var totalCost: Int { all.reduce(0) { $0 + $1.totalCost } }
+}

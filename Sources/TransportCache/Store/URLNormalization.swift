@@ -1,0 +1,124 @@
+import Foundation
+
+/// URL normalisation for keys: scheme and host lowercased, the default port and the fragment
+/// dropped, the query kept. Already-normal URLs (nearly all of them) are recognised with one scan
+/// of `absoluteString` and used as they are.
+enum URLNormalization {
+    /// - Parameter httpOnly: return nil unless the scheme is http or https.
+    static func normalized(_ url: URL, httpOnly: Bool = false) -> String? {
+        let string = url.absoluteString
+        if isNormalized(string, httpOnly: httpOnly) { return string }
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true),
+            let scheme = components.scheme?.lowercased(),
+            !httpOnly || scheme == "http" || scheme == "https"
+        else { return nil }
+        components.scheme = scheme
+        if let host = components.percentEncodedHost { components.percentEncodedHost = host.lowercased() }
+        components.fragment = nil
+        if let port = components.port, port == defaultPort(for: scheme) { components.port = nil }
+        return components.string
+    }
+
+    static func defaultPort(for scheme: String) -> Int? {
+        switch scheme {
+        case "http": 80
+        case "https": 443
+        default: nil
+        }
+    }
+
+    /// True when `string` is `scheme://authority…` with a lowercase scheme and authority, no user
+    /// info, no default port and no fragment.
+    /// - Parameter httpOnly: also require the scheme to be http or https.
+    static func isNormalized(_ string: String, httpOnly: Bool = false) -> Bool {
+        if let normalized = string.utf8.withContiguousStorageIfAvailable({ isNormalized($0, httpOnly: httpOnly) }) {
+            return normalized
+        }
+        var string = string
+        return string.withUTF8 { isNormalized(UnsafeBufferPointer(rebasing: $0[...]), httpOnly: httpOnly) }
+    }
+
+    private static func isNormalized(_ bytes: UnsafeBufferPointer<UInt8>, httpOnly: Bool) -> Bool {
+        // Read through the base pointer, without overflow checks on offsets bounded by `count`:
+        // a hit scans every byte, and this keeps each to a load, a shift and a test.
+        guard let base = bytes.baseAddress else { return false }
+        let count = bytes.count
+        guard let (schemeLength, isHTTP) = scheme(base, count: count) else { return false }
+        if httpOnly && !isHTTP { return false }
+        var index = schemeLength &+ 3
+        // Authority up to "/", "?" or "#": no capitals, no user info. The bytes that need a look
+        // are marked in two 64-bit masks; everything else (lowercase, digits, ".", "-") passes.
+        let authorityStart = index
+        var portStart = -1
+        // "#", "/", ":" and "?" among the bytes below 64; "@", "A" to "Z" and "]" among 64 to 127.
+        let lowMask: UInt64 = 1 << 0x23 | 1 << 0x2F | 1 << 0x3A | 1 << 0x3F
+        let highMask: UInt64 = 0x07FF_FFFF | 1 << (0x5D - 64)
+        while index < count {
+            let byte = base[index]
+            let marked = byte < 64 ? (lowMask >> byte) & 1 : byte < 128 ? (highMask >> (byte &- 64)) & 1 : 0
+            if marked != 0 {
+                if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
+                if byte == UInt8(ascii: ":") {
+                    portStart = index &+ 1
+                } else if byte == UInt8(ascii: "]") {
+                    portStart = -1
+                } else {
+                    return false  // a capital or "@"
+                }
+            }
+            index &+= 1
+        }
+        guard index > authorityStart else { return false }
+        if portStart >= 0 {
+            let portLength = index &- portStart
+            if portLength == 0 { return false }
+            if isHTTP, schemeLength == 4, portLength == 2,
+                base[portStart] == UInt8(ascii: "8"), base[portStart &+ 1] == UInt8(ascii: "0")
+            {
+                return false
+            }
+            if isHTTP, schemeLength == 5, portLength == 3, base[portStart] == UInt8(ascii: "4"),
+                base[portStart &+ 1] == UInt8(ascii: "4"), base[portStart &+ 2] == UInt8(ascii: "3")
+            {
+                return false
+            }
+        }
+        // No fragment anywhere after the authority.
+        return index == count || memchr(base + index, Int32(UInt8(ascii: "#")), count &- index) == nil
+    }
+
+    /// The length of the scheme before "://" and whether it is http or https, when it is
+    /// lowercase letters, digits, "+", "-" or "."; nil otherwise.
+    private static func scheme(_ base: UnsafePointer<UInt8>, count: Int) -> (length: Int, isHTTP: Bool)? {
+        // The two schemes a transport caches, at once.
+        if count >= 8, base[0] == UInt8(ascii: "h"), base[1] == UInt8(ascii: "t"), base[2] == UInt8(ascii: "t"),
+            base[3] == UInt8(ascii: "p")
+        {
+            if base[4] == UInt8(ascii: ":"), base[5] == UInt8(ascii: "/"), base[6] == UInt8(ascii: "/") {
+                return (4, true)
+            }
+            if base[4] == UInt8(ascii: "s"), base[5] == UInt8(ascii: ":"), base[6] == UInt8(ascii: "/"),
+                base[7] == UInt8(ascii: "/")
+            {
+                return (5, true)
+            }
+        }
+        var index = 0
+        while index < count, base[index] != UInt8(ascii: ":") {
+            let byte = base[index]
+            guard
+                (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: "+")
+                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+            else { return nil }
+            index &+= 1
+        }
+        guard index > 0, index &+ 3 <= count, base[index &+ 1] == UInt8(ascii: "/"),
+            base[index &+ 2] == UInt8(ascii: "/")
+        else { return nil }
+        let isHTTP =
+            (index == 4 || index == 5) && base[0] == UInt8(ascii: "h") && base[1] == UInt8(ascii: "t")
+            && base[2] == UInt8(ascii: "t") && base[3] == UInt8(ascii: "p")
+            && (index == 4 || base[4] == UInt8(ascii: "s"))
+        return (index, isHTTP)
+    }
+}
