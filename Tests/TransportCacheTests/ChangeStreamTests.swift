@@ -43,6 +43,24 @@ struct ChangeStreamTests {
         #expect(endpoint?.matches(URL(string: "https://x.example/items/9")!) == true)
     }
 
+    @Test("changes compare everything they carry: an invalidation's endpoint too")
+    func changeEquality() async throws {
+        let transport = makeTransport(loader: TestLoader())
+        let items = Endpoint.pathPrefix("/items")
+        let predicate = Endpoint.matching { $0.path.hasPrefix("/items") }
+        var changes = transport.changes().makeAsyncIterator()
+        transport.invalidate(items)
+        transport.invalidate(predicate)
+        let first = await changes.next()
+        let second = await changes.next()
+        #expect(first == .invalidated(urls: [], endpoint: .pathPrefix("/items")))
+        #expect(first != .invalidated(urls: [], endpoint: .pathPrefix("/other")))
+        #expect(first != .invalidated(urls: [], endpoint: nil))
+        // A predicate endpoint equals itself and its copies only: closures cannot be compared.
+        #expect(second == .invalidated(urls: [], endpoint: predicate))
+        #expect(second != .invalidated(urls: [], endpoint: .matching { $0.path.hasPrefix("/items") }))
+    }
+
     @Test("a filtered subscriber hears only its endpoint's changes")
     func filteredSubscriber() async throws {
         let transport = makeTransport(loader: TestLoader())

@@ -44,9 +44,10 @@ enum Plan {
 
     /// Why a request is sent as it is.
     enum SendReason: Sendable, Equatable {
-        /// Not GET or HEAD: never stored, and it invalidates what it changed when it succeeds.
+        /// An http(s) request that is not GET or HEAD: never stored, and it invalidates what it
+        /// changed when it succeeds.
         case unsafeMethod
-        /// Not http or https.
+        /// Not http or https, whatever the method.
         case notHTTP
         /// A bypass: the request's own headers keep it out of the store.
         case bypass(BypassReason)

@@ -24,12 +24,12 @@ struct RequestPlanner: Sendable {
             throw URLError(.badURL)
         }
         let method = request.httpMethod ?? "GET"
-        guard method == "GET" || method == "HEAD" else {
-            return send(request, url: url, because: .unsafeMethod)
-        }
         let fields = request.allHTTPHeaderFields
         guard let key = CacheKey(method: method, url: url, fields: fields, keyHeaders: keyHeaders) else {
             return send(request, url: url, because: .notHTTP)
+        }
+        guard method == "GET" || method == "HEAD" else {
+            return send(request, url: url, because: .unsafeMethod)
         }
         let directives = RequestDirectives(fields)
         if let bypass = directives.bypass { return send(request, url: url, because: .bypass(bypass)) }

@@ -232,7 +232,7 @@ public actor CachedTransport {
             throw error
         }
         if plan.reason == .unsafeMethod, let response = answer.1 as? HTTPURLResponse,
-            (200..<400).contains(response.statusCode), CacheKey(plan.request, keyHeaders: planner.keyHeaders) != nil
+            (200..<400).contains(response.statusCode)
         {
             invalidateTargets(of: plan.url, response: response)
         }
