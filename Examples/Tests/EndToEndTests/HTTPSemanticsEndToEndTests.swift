@@ -75,13 +75,14 @@ struct HTTPSemanticsEndToEndTests {
     @Test("an expired entry revalidates with a 304, and its age restarts")
     func expiredEntryRevalidates() async throws {
         try await withOrigin { origin in
+            let clock = ManualCacheClock()
             var configuration = CachedTransport.Configuration()
             configuration.maximumAge = .seconds(2)
+            configuration.clock = clock.cacheClock
             let transport = CachedTransport(configuration: configuration)
             let path = "/aging?stable=1"
             let (stored, _) = try await transport.data(from: origin.url(path))
-            // The entry's age must pass its maximum: there is no other way to age it over TCP.
-            try await Task.sleep(for: .milliseconds(2_100))
+            clock.advance(by: .seconds(3))
             let (data, response) = try await transport.data(from: origin.url(path))
             #expect(data == stored)
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
@@ -98,14 +99,16 @@ struct HTTPSemanticsEndToEndTests {
     )
     func staleWindow() async throws {
         try await withOrigin { origin in
+            let clock = ManualCacheClock()
             var configuration = CachedTransport.Configuration()
-            configuration.maximumAge = .milliseconds(200)
+            configuration.maximumAge = .seconds(60)
             configuration.staleWhileRevalidate = .seconds(60)
+            configuration.clock = clock.cacheClock
             let transport = CachedTransport(configuration: configuration)
             let path = "/feed?stable=1"
             let (stored, _) = try await transport.data(from: origin.url(path))
             var changes = transport.changes().makeAsyncIterator()
-            try await Task.sleep(for: .milliseconds(250))
+            clock.advance(by: .seconds(61))
 
             // The same key, but the origin holds whatever reaches it until the gate opens.
             await origin.closeGate()
@@ -132,13 +135,15 @@ struct HTTPSemanticsEndToEndTests {
     @Test("past the stale window a request waits for the new body")
     func pastTheWindow() async throws {
         try await withOrigin { origin in
+            let clock = ManualCacheClock()
             var configuration = CachedTransport.Configuration()
-            configuration.maximumAge = .milliseconds(100)
-            configuration.staleWhileRevalidate = .milliseconds(100)
+            configuration.maximumAge = .seconds(60)
+            configuration.staleWhileRevalidate = .seconds(60)
+            configuration.clock = clock.cacheClock
             let transport = CachedTransport(configuration: configuration)
             let path = "/feed?stable=1"
             _ = try await transport.data(from: origin.url(path))
-            try await Task.sleep(for: .milliseconds(250))
+            clock.advance(by: .seconds(121))
             await origin.closeGate()
             let waiting = Task {
                 try await transport.data(for: request(origin.url(path), headers: ["X-Origin-Query": "gate=1"]))
