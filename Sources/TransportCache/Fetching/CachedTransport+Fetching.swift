@@ -115,7 +115,9 @@ extension CachedTransport {
                 if let confirmed = committer.commitNotModified(notModified, confirming: validated, for: fetch) {
                     result = .success(confirmed)
                     committed = true
-                } else if fetch.hasWaiters || fetch.isBackground {
+                } else if fetch.hasWaiters {
+                    // Without callers (a background revalidation of an entry dropped meanwhile)
+                    // the 304 is taken as it is: not stored, and counted as a failed revalidation.
                     launches.append((fetchID, fetch.request))
                     return
                 }
