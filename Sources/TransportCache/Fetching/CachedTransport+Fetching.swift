@@ -44,9 +44,10 @@ extension CachedTransport {
         }
     }
 
-    /// Starts one background revalidation of a stale-window answer's entry, unless a fetch of its
-    /// key is already in flight (which will bring the entry up to date itself).
-    nonisolated func revalidateInBackground(_ answer: MemoryAnswer) {
+    /// Starts one background revalidation of the entry a stale-window answer to `request` came
+    /// from, unless a fetch of its key is already in flight (which will bring the entry up to date
+    /// itself).
+    nonisolated func revalidateInBackground(_ answer: MemoryAnswer, of request: URLRequest) {
         let launchable = inFlight.withLock { machine -> (Int, URLRequest)? in
             guard machine.joinable[answer.key] == nil else { return nil }
             store.record {
@@ -54,7 +55,7 @@ extension CachedTransport {
                 $0.backgroundRevalidations += 1
             }
             let started = machine.start(
-                key: answer.key, request: answer.request, isReload: true, requestTime: planner.policy.clock.date,
+                key: answer.key, request: request, isReload: true, requestTime: planner.policy.clock.date,
                 starter: nil)
             return (started.id, outgoingRequest(for: started.fetch))
         }

@@ -141,10 +141,25 @@ struct FreshnessPolicy: Sendable {
         case anyAge
     }
 
-    /// What `entry` is worth at `now` to a request that weighs entries as `acceptance` says.
-    /// `now` is nil when ``entriesExpire`` is false: then every entry is fresh.
-    func verdict(for entry: StoredResponse, at now: ContinuousClock.Instant?, acceptance: Acceptance) -> Verdict {
-        guard let now else { return .fresh }
+    /// What `entry` is worth now to a request that weighs entries as `acceptance` says.
+    ///
+    /// When no entry can go stale (``entriesExpire`` is false) every entry is fresh, and the clock
+    /// is not read: a hit then handles no instant at all, a resilient type whose every copy goes
+    /// through the runtime.
+    func verdict(for entry: StoredResponse, acceptance: Acceptance) -> Verdict {
+        guard entriesExpire else { return .fresh }
+        return verdict(for: entry, at: clock.now, acceptance: acceptance)
+    }
+
+    /// The age an answer from `entry` declares (RFC 9111 section 5.1), when it keeps one.
+    func age(of entry: StoredResponse) -> Duration? {
+        guard entry.initialAge != nil else { return nil }
+        return entry.currentAge(at: clock.now)
+    }
+
+    private func verdict(for entry: StoredResponse, at now: ContinuousClock.Instant, acceptance: Acceptance)
+        -> Verdict
+    {
         switch acceptance {
         case .anyAge:
             return isExpired(entry, at: now) ? .staleAccepted : .fresh

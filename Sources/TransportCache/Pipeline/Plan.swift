@@ -62,20 +62,21 @@ enum Plan {
     }
 }
 
-/// A stored answer the planner chose.
+/// A stored answer the planner chose. Small, as a hit carries it: the request it answers stays
+/// with the caller.
 struct MemoryAnswer {
     let entry: StoredResponse
     /// The response to hand over: the entry's, marked or aged as the reason requires.
     let response: URLResponse
     let reason: Plan.MemoryReason
     let key: CacheKey
-    let request: URLRequest
 
     var data: Data { entry.data }
 }
 
-/// A request to fetch, with its key.
-struct FetchPlan {
+/// A request to fetch, with its key. A class, so that a plan (which a hit returns too) stays the
+/// size of its smallest cases.
+final class FetchPlan: Sendable {
     let request: URLRequest
     let key: CacheKey
     /// The request's header fields, read once.
@@ -83,6 +84,17 @@ struct FetchPlan {
     let reason: Plan.FetchReason
     /// How stored entries may answer it when a fetch of the same key has completed meanwhile.
     let acceptance: FreshnessPolicy.Acceptance
+
+    init(
+        request: URLRequest, key: CacheKey, fields: [String: String]?, reason: Plan.FetchReason,
+        acceptance: FreshnessPolicy.Acceptance
+    ) {
+        self.request = request
+        self.key = key
+        self.fields = fields
+        self.reason = reason
+        self.acceptance = acceptance
+    }
 
     /// Which fetch already in flight it may share.
     enum Sharing: Sendable {

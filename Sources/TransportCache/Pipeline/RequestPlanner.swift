@@ -115,13 +115,12 @@ struct RequestPlanner: Sendable {
         countsRequest: Bool,
         foundStale: inout Bool
     ) -> MemoryAnswer? {
-        let now = policy.entriesExpire ? policy.clock.now : nil
         var stale = false
         let found = store.lookup(key, selectedBy: fields) { entry, statistics -> (Plan.MemoryReason, URLResponse)? in
             if countsRequest { statistics.requests += 1 }
             guard let entry else { return nil }
             let reason: Plan.MemoryReason
-            switch policy.verdict(for: entry, at: now, acceptance: acceptance) {
+            switch policy.verdict(for: entry, acceptance: acceptance) {
             case .fresh: reason = .fresh
             case .staleAccepted: reason = .staleAccepted
             case .staleWhileRevalidate: reason = .staleWhileRevalidate
@@ -141,12 +140,12 @@ struct RequestPlanner: Sendable {
         foundStale = stale
         guard let (entry, (reason, response)) = found else { return nil }
         var answered = response
-        if let now, let age = entry.currentAge(at: now) {
+        if let age = policy.age(of: entry) {
             // RFC 9111 section 5.1: an answer from a cache says how old it is.
             answered = HTTPResponseBuilder.response(
                 response, setting: "Age", to: String(max(0, age.components.seconds)))
         }
-        return MemoryAnswer(entry: entry, response: answered, reason: reason, key: key, request: request)
+        return MemoryAnswer(entry: entry, response: answered, reason: reason, key: key)
     }
 
     private func send(_ request: URLRequest, url: URL, because reason: Plan.SendReason) -> Plan {

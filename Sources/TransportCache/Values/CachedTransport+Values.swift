@@ -152,7 +152,7 @@ extension CachedTransport {
         let valueKey = DecodedValueKey(type, decoder: decoder)
         switch plan {
         case .memory(let answer):
-            if answer.reason == .staleWhileRevalidate { revalidateInBackground(answer) }
+            if answer.reason == .staleWhileRevalidate { revalidateInBackground(answer, of: request) }
             return try await sharedDecode(
                 type, of: answer.entry, key: answer.key, valueKey: valueKey, url: url, decoder: decoder)
         case .fetch(let fetchPlan):
@@ -163,7 +163,7 @@ extension CachedTransport {
             }
             return (try await decode(type, from: data, response: response, url: url, decoder: decoder), data)
         case .send, .unavailable, .gatewayTimeout:
-            let (data, response) = try await perform(plan)
+            let (data, response) = try await perform(plan, of: request)
             return (try await decode(type, from: data, response: response, url: url, decoder: decoder), data)
         }
     }
