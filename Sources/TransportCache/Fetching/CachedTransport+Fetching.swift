@@ -49,13 +49,13 @@ extension CachedTransport {
     /// itself).
     nonisolated func revalidateInBackground(_ answer: MemoryAnswer, of request: URLRequest) {
         let launchable = inFlight.withLock { machine -> (Int, URLRequest)? in
-            guard machine.joinable[answer.key] == nil else { return nil }
+            guard machine.joinable[answer.entry.key] == nil else { return nil }
             store.record {
                 $0.networkFetches += 1
                 $0.backgroundRevalidations += 1
             }
             let started = machine.start(
-                key: answer.key, request: request, isReload: true, requestTime: planner.policy.clock.date,
+                key: answer.entry.key, request: request, isReload: true, requestTime: planner.policy.clock.date,
                 starter: nil)
             return (started.id, outgoingRequest(for: started.fetch))
         }

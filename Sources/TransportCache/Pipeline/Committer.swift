@@ -151,6 +151,7 @@ final class Committer: Sendable {
         guard !names.contains("*"), let url = fetch.request.url else { return nil }
         let http = response as? HTTPURLResponse
         return StoredResponse(
+            key: fetch.key,
             data: data,
             response: response,
             selector: Vary.selector(

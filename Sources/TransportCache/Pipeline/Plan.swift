@@ -69,7 +69,6 @@ struct MemoryAnswer {
     /// The response to hand over: the entry's, marked or aged as the reason requires.
     let response: URLResponse
     let reason: Plan.MemoryReason
-    let key: CacheKey
 
     var data: Data { entry.data }
 }

@@ -61,7 +61,7 @@ struct RequestPlanner: Sendable {
 
         var foundStale = false
         if let answer = memoryAnswer(
-            request, key: key, fields: fields, acceptance: acceptance, countsRequest: true, foundStale: &foundStale)
+            key: key, fields: fields, acceptance: acceptance, countsRequest: true, foundStale: &foundStale)
         {
             return .memory(answer)
         }
@@ -81,7 +81,7 @@ struct RequestPlanner: Sendable {
         var foundStale = false
         guard
             let answer = memoryAnswer(
-                plan.request, key: plan.key, fields: plan.fields, acceptance: plan.acceptance, countsRequest: false,
+                key: plan.key, fields: plan.fields, acceptance: plan.acceptance, countsRequest: false,
                 foundStale: &foundStale),
             answer.reason != .staleWhileRevalidate
         else { return nil }
@@ -105,10 +105,9 @@ struct RequestPlanner: Sendable {
         .timedOut, .networkConnectionLost,
     ]
 
-    /// The entry of `key` that the request may be answered with, judged by the policy in the
+    /// The entry of `key` that a request with `fields` may be answered with, judged by the policy in the
     /// store's lookup, which counts it.
     private func memoryAnswer(
-        _ request: URLRequest,
         key: CacheKey,
         fields: [String: String]?,
         acceptance: FreshnessPolicy.Acceptance,
@@ -145,7 +144,7 @@ struct RequestPlanner: Sendable {
             answered = HTTPResponseBuilder.response(
                 response, setting: "Age", to: String(max(0, age.components.seconds)))
         }
-        return MemoryAnswer(entry: entry, response: answered, reason: reason, key: key)
+        return MemoryAnswer(entry: entry, response: answered, reason: reason)
     }
 
     private func send(_ request: URLRequest, url: URL, because reason: Plan.SendReason) -> Plan {

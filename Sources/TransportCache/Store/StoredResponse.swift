@@ -12,6 +12,8 @@ import FoundationNetworking
 /// ``staleWindowResponse`` is an immutable `let` of a Sendable type, and those two are only read
 /// or written while the owning ``ResponseStore``'s lock is held.
 final class StoredResponse: @unchecked Sendable {
+    /// The key it is stored under.
+    let key: CacheKey
     let data: Data
     let response: URLResponse
     /// The request field values it was fetched with that a later request must share.
@@ -41,6 +43,7 @@ final class StoredResponse: @unchecked Sendable {
     var staleWindowResponse: URLResponse?
 
     init(
+        key: CacheKey,
         data: Data,
         response: URLResponse,
         selector: VariantSelector,
@@ -50,6 +53,7 @@ final class StoredResponse: @unchecked Sendable {
         entityTag: String?,
         lastModified: String?
     ) {
+        self.key = key
         self.data = data
         self.response = response
         self.selector = selector

@@ -154,7 +154,7 @@ extension CachedTransport {
         case .memory(let answer):
             if answer.reason == .staleWhileRevalidate { revalidateInBackground(answer, of: request) }
             return try await sharedDecode(
-                type, of: answer.entry, key: answer.key, valueKey: valueKey, url: url, decoder: decoder)
+                type, of: answer.entry, key: answer.entry.key, valueKey: valueKey, url: url, decoder: decoder)
         case .fetch(let fetchPlan):
             let (data, response) = try await fetch(fetchPlan)
             if let entry = store.peek(fetchPlan.key, selectedBy: fetchPlan.fields), entry.data == data {
