@@ -73,6 +73,26 @@ def instruction_counts(text):
     return (int(hit.group(1)), int(lookup.group(1))) if hit and lookup else None
 
 
+MISS_PAIR = "Miss: CachedTransport.data(for:) and URLSession.data(for:) in turn, a new URL each time"
+# MissPath records the difference plus this many microseconds, since the harness drops negative values.
+MISS_ADDS_OFFSET_US = 1000
+
+
+def miss_figures(results):
+    """(miss p50, plain fetch p50, p50 of the per-pair difference or None) in seconds, or None.
+
+    The MissPath suite times both in turn in one benchmark and records custom metrics in
+    microseconds; runs from before it had two benchmarks, timed apart, and no difference."""
+    miss = metric(results, MISS_PAIR, "transportMissMicroseconds")
+    plain = metric(results, MISS_PAIR, "plainFetchMicroseconds")
+    added = metric(results, MISS_PAIR, "missAddsMicrosecondsPlus1000")
+    if miss and plain:
+        return miss * 1e-6, plain * 1e-6, (added - MISS_ADDS_OFFSET_US) * 1e-6 if added is not None else None
+    miss = seconds(results, "Miss: CachedTransport.data(for:), a new URL each time")
+    plain = seconds(results, "Miss: URLSession.data(for:), a new URL each time (baseline)")
+    return (miss, plain, None) if miss and plain else None
+
+
 def rows(results, instructions=None):
     """(what, figure, baseline, ratio, goal, met, progress toward the goal 0..) for the table."""
     out = []
@@ -128,13 +148,14 @@ def rows(results, instructions=None):
             out.append((f"{int(size):,} coalesced callers vs the runtime floor", fmt_time(wall),
                         f"{size} tasks on bare continuations {fmt_time(floor)}", f"{ratio:.2f}×",
                         f"within {goal}×", ratio <= goal, ratio / goal))
-    miss = seconds(results, "Miss: CachedTransport.data(for:), a new URL each time")
-    plain_miss = seconds(results, "Miss: URLSession.data(for:), a new URL each time (baseline)")
-    if miss and plain_miss:
+    miss_row = miss_figures(results)
+    if miss_row:
+        miss, plain_miss, added = miss_row
         ratio = miss / plain_miss
         out.append(("A miss (loopback origin, a new URL each time)", fmt_time(miss),
-                    f"plain URLSession fetch {fmt_time(plain_miss)}", f"{ratio:.2f}×", "within 1.15×",
-                    ratio <= 1.15, ratio / 1.15))
+                    f"plain URLSession fetch {fmt_time(plain_miss)}" + (", timed in turn" if added is not None else ""),
+                    f"{ratio:.2f}×" + (f"; a miss adds {added * 1e6:.0f} µs (p50 of pairs)" if added is not None else ""),
+                    "within 1.15×", ratio <= 1.15, ratio / 1.15))
     throughput_wall = seconds(results, "Hit throughput: 64 tasks x 1,000 keys")
     if throughput_wall:
         rate = 64_000 / throughput_wall

@@ -113,3 +113,28 @@ public final class ContinuationGate: @unchecked Sendable {
         for continuation in released { continuation.resume() }
     }
 }
+
+/// One plain fetch with `session` and one miss through `transport`, in the order `plainFirst`
+/// says, each timed alone: a miss set beside a plain fetch that the same moment of a shared
+/// machine falls on.
+public func timedMissPair(
+    session: URLSession,
+    plain: URLRequest,
+    transport: CachedTransport,
+    miss: URLRequest,
+    plainFirst: Bool
+) async throws -> (plain: Duration, miss: Duration) {
+    let clock = ContinuousClock()
+    func fetch() async throws -> Duration {
+        try await clock.measure { _ = try await session.data(for: plain) }
+    }
+    func load() async throws -> Duration {
+        try await clock.measure { _ = try await transport.data(for: miss) }
+    }
+    if plainFirst {
+        let plainTime = try await fetch()
+        return (plainTime, try await load())
+    }
+    let missTime = try await load()
+    return (try await fetch(), missTime)
+}

@@ -15,7 +15,12 @@ import TransportCache
 //     PathWorkload hot-hit 100000      100,000 hits on one entry, as the benchmark (and hot-dictionary)
 //     PathWorkload miss 2000           2,000 misses, each a new URL
 //     PathWorkload plain-miss 2000     2,000 plain URLSession fetches, each a new URL
-//     PathWorkload miss-pair 2000      2,000 of each, alternating, and the ratio of their medians
+//     PathWorkload miss-alternating 2000
+//                                      2,000 of each in turn, which first alternating, as the
+//                                      MissPath benchmark does; prints both medians and the median
+//                                      of what each miss added to its plain fetch; with
+//                                      PATHWORKLOAD_TIMELINE=FILE, writes when each fetch ran (see
+//                                      scripts/miss-profile.sh)
 //     PathWorkload slow-miss 40        40 misses of a 50 ms origin, one at a time (and plain-slow-miss)
 //     PathWorkload coalesce 10000 5    5 rounds of 10,000 callers sharing one 50 ms fetch (and
 //                                      coalesce-warm: one transport for all rounds)
@@ -30,7 +35,7 @@ let arguments = CommandLine.arguments.dropFirst()
 guard let mode = arguments.first, let count = arguments.dropFirst().first.flatMap(Int.init) else {
     FileHandle.standardError.write(
         Data(
-            "usage: PathWorkload hit|dictionary|hot-hit|hot-dictionary|miss|plain-miss|miss-pair|slow-miss|plain-slow-miss|coalesce|coalesce-warm|floor COUNT [ROUNDS]\n"
+            "usage: PathWorkload hit|dictionary|hot-hit|hot-dictionary|miss|plain-miss|miss-alternating|slow-miss|plain-slow-miss|coalesce|coalesce-warm|floor COUNT [ROUNDS]\n"
                 .utf8))
     exit(2)
 }
@@ -71,6 +76,13 @@ func blackHole<Value>(_ value: Value) {
 /// in another process does not share this process's tasks and threads.
 func originBase(_ origin: LoopbackOrigin) -> String {
     ProcessInfo.processInfo.environment["PATHWORKLOAD_ORIGIN"] ?? origin.baseURL.absoluteString
+}
+
+/// Nanoseconds of `CLOCK_MONOTONIC`, the clock `perf record -k CLOCK_MONOTONIC` stamps samples with.
+func monotonicNanoseconds() -> Int {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Int(now.tv_sec) * 1_000_000_000 + Int(now.tv_nsec)
 }
 
 func concurrently(_ count: Int, _ body: @escaping @Sendable () async throws -> Void) async throws {
@@ -138,25 +150,49 @@ func run() async throws {
         elapsed = try await clock.measure {
             try await misses({ try await session.data(for: $0) }, on: origin, label: "plain", count: count)
         }
-    case "miss-pair":
-        // Transport and plain fetches alternate, each timed alone, so both see the same machine.
+    case "miss-alternating":
+        // Both against the same origin and on warm connections, so both see the same machine.
         let transport = CachedTransport()
         let session = URLSession(configuration: .ephemeral)
         _ = try await transport.data(for: URLRequest(url: origin.url("/miss?run=warm-cached")))
         _ = try await session.data(for: URLRequest(url: origin.url("/miss?run=warm-plain")))
-        var cached: [Duration] = []
         var plain: [Duration] = []
+        var cached: [Duration] = []
+        var added: [Duration] = []
+        // Each fetch's start and end, so that a profiler's samples can be told apart by the fetch
+        // that was running: the two follow each other, so the first one's end is the other's start.
+        var timeline = ""
+        let start = clock.now
         for index in 0..<count {
-            let first = URLRequest(url: origin.url("/miss?run=cached-\(index)"))
-            let second = URLRequest(url: origin.url("/miss?run=plain-\(index)"))
-            cached.append(try await clock.measure { blackHole(try await transport.data(for: first)) })
-            plain.append(try await clock.measure { blackHole(try await session.data(for: second)) })
+            let plainFirst = index.isMultiple(of: 2)
+            let pairStart = monotonicNanoseconds()
+            let times = try await timedMissPair(
+                session: session, plain: URLRequest(url: origin.url("/miss?run=plain-\(index)")),
+                transport: transport, miss: URLRequest(url: origin.url("/miss?run=cached-\(index)")),
+                plainFirst: plainFirst)
+            plain.append(times.plain)
+            cached.append(times.miss)
+            added.append(times.miss - times.plain)
+            let plainNanoseconds = Int(times.plain / .nanoseconds(1))
+            let missNanoseconds = Int(times.miss / .nanoseconds(1))
+            let (plainStart, missStart) =
+                plainFirst ? (pairStart, pairStart + plainNanoseconds) : (pairStart + missNanoseconds, pairStart)
+            timeline += "plain \(plainStart) \(plainStart + plainNanoseconds)\n"
+            timeline += "miss \(missStart) \(missStart + missNanoseconds)\n"
         }
-        let medianCached = cached.sorted()[count / 2]
-        let medianPlain = plain.sorted()[count / 2]
-        let ratio = (medianCached / medianPlain).formatted(.number.precision(.fractionLength(3)))
+        elapsed = clock.now - start
+        if let path = ProcessInfo.processInfo.environment["PATHWORKLOAD_TIMELINE"] {
+            try timeline.write(toFile: path, atomically: true, encoding: .utf8)
+        }
+        func median(_ durations: [Duration]) -> Duration { durations.sorted()[durations.count / 2] }
+        func microseconds(_ duration: Duration) -> String {
+            (duration / .microseconds(1)).formatted(.number.precision(.fractionLength(1)))
+        }
+        let ratio = (median(cached) / median(plain)).formatted(.number.precision(.fractionLength(3)))
         FileHandle.standardError.write(
-            Data("median miss \(medianCached), plain fetch \(medianPlain): \(ratio)x\n".utf8))
+            Data(
+                ("median plain fetch \(microseconds(median(plain))) µs, miss \(microseconds(median(cached))) µs "
+                    + "(\(ratio)x); median a miss adds \(microseconds(median(added))) µs\n").utf8))
     case "slow-miss", "plain-slow-miss":
         // One request at a time to a 50 ms origin: what the process spends while it waits.
         let transport = CachedTransport()
