@@ -175,4 +175,53 @@ struct CoalescingTests {
         #expect(try await second.value.0.text.hasPrefix("variant=b"))
         #expect(loader.callCount == 2)
     }
+
+    @Test("joined callers that the answer's Vary does not serve share one fetch per set of values, and each is stored")
+    func varyGroups() async throws {
+        let loader = TestLoader(gated: true) { request, call in
+            let variant = request.value(forHTTPHeaderField: "X-Variant") ?? "none"
+            return (
+                Data("variant=\(variant) call=\(call)".utf8),
+                TestLoader.response(for: request, status: 200, headers: ["Vary": "X-Variant"])
+            )
+        }
+        let transport = makeTransport(loader: loader)
+        let first = Task { try await transport.data(for: request(url, headers: ["X-Variant": "a"])) }
+        await loader.waitForCalls(1)
+        let joined = ["b", "c", "b", "c", "b"].map { variant in
+            Task { try await transport.data(for: request(url, headers: ["X-Variant": variant])).0.text }
+        }
+        await waitUntil { transport.statistics.coalescedJoins == 5 }
+        loader.openGate()
+        #expect(try await first.value.0.text.hasPrefix("variant=a"))
+        var bodies: [String] = []
+        for task in joined { bodies.append(try await task.value) }
+        // One fetch for "b" and one for "c": three in all.
+        #expect(loader.callCount == 3)
+        #expect(Set(bodies.filter { $0.hasPrefix("variant=b") }).count == 1)
+        #expect(Set(bodies.filter { $0.hasPrefix("variant=c") }).count == 1)
+        #expect(bodies.filter { $0.hasPrefix("variant=b") }.count == 3)
+        // Neither representation's fetch kept the other from being stored.
+        for variant in ["a", "b", "c"] {
+            _ = try await transport.data(for: request(url, headers: ["X-Variant": variant]))
+        }
+        #expect(loader.callCount == 3)
+    }
+
+    @Test("a Vary: * answer serves only the caller that started the fetch; each joined caller fetches for itself")
+    func varyAnything() async throws {
+        let loader = TestLoader(gated: true) { request, call in
+            (Data("call=\(call)".utf8), TestLoader.response(for: request, status: 200, headers: ["Vary": "*"]))
+        }
+        let transport = makeTransport(loader: loader) { $0.cacheOverride = nil }
+        let tasks = (0..<4).map { _ in Task { try await transport.data(for: request(url)).0.text } }
+        await loader.waitForCalls(1)
+        await waitUntil { transport.statistics.coalescedJoins == 3 }
+        loader.openGate()
+        var bodies = Set<String>()
+        for task in tasks { bodies.insert(try await task.value) }
+        #expect(bodies.count == 4)
+        #expect(loader.callCount == 4)
+        #expect(transport.statistics.entries == 0)
+    }
 }

@@ -4,7 +4,7 @@ import FoundationNetworking
 #endif
 
 extension CachedTransport {
-    /// Drops the stored entry `request` would be answered from, and announces it.
+    /// Drops what is stored for `request`'s key (every `Vary` variant of it), and announces it.
     ///
     /// A fetch for the same key that is in flight still answers its callers, but does not write
     /// its (possibly stale) answer into the store, and later requests do not join it. Runs on the

@@ -152,6 +152,7 @@ extension CachedTransport {
                 results.append(.success((data, response)))
                 let vary = Vary.names(of: response)
                 let starterFields = vary.isEmpty ? nil : fetch.request.allHTTPHeaderFields
+                var unmatched: [Waiter] = []
                 for (position, waiter) in waiters.enumerated() {
                     guard let waiter else { continue }
                     if vary.isEmpty || fetch.wasStarted(by: waiter)
@@ -159,14 +160,16 @@ extension CachedTransport {
                             varyingOn: vary, fetchedWith: starterFields, matches: waiter.request.allHTTPHeaderFields)
                     {
                         answers[position] = 0
-                    } else if let started = machine.requeue(
-                        waiter, from: fetch, requestTime: planner.policy.clock.date)
-                    {
-                        // Coalesced on the key, but the answer cannot serve this caller's
-                        // request: it needs its own representation.
-                        store.record { $0.networkFetches += 1 }
-                        launches.append((started.id, outgoingRequest(for: started.fetch)))
+                    } else {
+                        unmatched.append(waiter)
                     }
+                }
+                // Coalesced on the key, but the answer cannot serve these callers' requests: they
+                // need representations of their own, one fetch for each set of values.
+                for group in Vary.groups(unmatched, varyingOn: vary, fields: { $0.request.allHTTPHeaderFields }) {
+                    store.record { $0.networkFetches += 1 }
+                    let started = machine.restart(group, from: fetch, requestTime: planner.policy.clock.date)
+                    launches.append((started.id, outgoingRequest(for: started.fetch)))
                 }
             }
         }

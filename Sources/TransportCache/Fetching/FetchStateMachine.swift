@@ -39,16 +39,21 @@ struct FetchStateMachine: Sendable {
     /// Starts a fetch of `request` for `key`, with `starter` as its first waiter or, for a
     /// background revalidation, none. Later requests for the key join it; an older fetch of the
     /// key still answers its callers but no longer stores its (older) answer.
+    /// - Parameter isJoinable: false for a fetch of one representation among several (see
+    ///   ``restart(_:from:requestTime:)``): it neither supersedes the key's fetch nor is joined.
     /// - Returns: the fetch and its identifier; the caller starts its load (``loadStarted(_:for:)``).
-    mutating func start(key: CacheKey, request: URLRequest, isReload: Bool, requestTime: Date, starter: Waiter?)
-        -> (id: Int, fetch: Fetch)
-    {
-        if let older = joinable[key] { fetches[older]?.storesResult = false }
+    mutating func start(
+        key: CacheKey, request: URLRequest, isReload: Bool, requestTime: Date, starter: Waiter?,
+        isJoinable: Bool = true
+    ) -> (id: Int, fetch: Fetch) {
         lastIdentifier += 1
         let fetchID = lastIdentifier
         let fetch = Fetch(key: key, request: request, isReload: isReload, requestTime: requestTime, starter: starter)
         if let starter { attach(starter, to: fetch, id: fetchID) }
-        joinable[key] = fetchID
+        if isJoinable {
+            if let older = joinable[key] { fetches[older]?.storesResult = false }
+            joinable[key] = fetchID
+        }
         fetches[fetchID] = fetch
         return (fetchID, fetch)
     }
@@ -81,17 +86,16 @@ struct FetchStateMachine: Sendable {
         return (fetch, waiters)
     }
 
-    /// `waiter` was detached from a fetch whose answer does not match its request: it joins the
-    /// key's fetch in flight or starts its own.
-    /// - Returns: the fetch to launch, when one was started.
-    mutating func requeue(_ waiter: Waiter, from fetch: Fetch, requestTime: Date) -> (id: Int, fetch: Fetch)? {
-        if let fetchID = joinable[fetch.key], let newer = fetches[fetchID] {
-            attach(waiter, to: newer, id: fetchID)
-            return nil
-        }
-        return start(
-            key: fetch.key, request: waiter.request, isReload: fetch.isReload, requestTime: requestTime, starter: waiter
-        )
+    /// `group` was detached from a fetch whose answer does not match their requests (which
+    /// match each other): they get a fetch of their own, started by the first of them, which
+    /// stores its representation beside the others and is joined by no later request.
+    /// - Returns: the fetch to launch.
+    mutating func restart(_ group: [Waiter], from fetch: Fetch, requestTime: Date) -> (id: Int, fetch: Fetch) {
+        let started = start(
+            key: fetch.key, request: group[0].request, isReload: fetch.isReload, requestTime: requestTime,
+            starter: group[0], isJoinable: false)
+        for waiter in group.dropFirst() { attach(waiter, to: started.fetch, id: started.id) }
+        return started
     }
 
     enum LeaveAction {
@@ -117,11 +121,10 @@ struct FetchStateMachine: Sendable {
 
     /// Stops the fetches in flight for the matching keys from storing their answers and from
     /// being joined. Their callers still get their answers.
+    /// - Complexity: O(f) in the fetches in flight.
     mutating func detach(where matches: (CacheKey) -> Bool) {
-        for (key, fetchID) in joinable where matches(key) {
-            fetches[fetchID]?.storesResult = false
-            joinable[key] = nil
-        }
+        for fetch in fetches.values where matches(fetch.key) { fetch.storesResult = false }
+        for key in joinable.keys where matches(key) { joinable[key] = nil }
     }
 
     private mutating func attach(_ waiter: Waiter, to fetch: Fetch, id fetchID: Int) {

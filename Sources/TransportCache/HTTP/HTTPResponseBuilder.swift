@@ -3,8 +3,9 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The one place the library makes an `HTTPURLResponse`: an answer of its own (a `504` for
-/// `only-if-cached`) or a copy of a response with some fields changed.
+/// The one place the library makes an `HTTPURLResponse` from fields: an answer of its own (a `504`
+/// for `only-if-cached`) or a copy of a response with some fields changed. The header override's
+/// rewritten response, a subclass that keeps its fields, takes its version from here.
 enum HTTPResponseBuilder {
     /// The version every response the library makes carries. Foundation's responses do not say
     /// which version brought them, and nothing reads it.

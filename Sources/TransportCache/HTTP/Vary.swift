@@ -24,13 +24,35 @@ enum Vary {
             })
     }
 
+    /// `items` in groups whose requests an answer varying on `names` could answer alike: one group
+    /// per combination of their values, in the order each combination first appears; every item
+    /// alone for `*`.
+    static func groups<Item>(_ items: [Item], varyingOn names: [String], fields: (Item) -> [String: String]?)
+        -> [[Item]]
+    {
+        guard !names.contains("*") else { return items.map { [$0] } }
+        var groups: [[Item]] = []
+        var values: [[String?]] = []
+        for item in items {
+            let itemFields = fields(item)
+            let itemValues = names.map { HeaderFields.value(named: $0, in: itemFields) }
+            if let position = values.firstIndex(of: itemValues) {
+                groups[position].append(item)
+            } else {
+                values.append(itemValues)
+                groups.append([item])
+            }
+        }
+        return groups
+    }
+
     /// Whether an answer varying on `names`, fetched by a request with `fetchedWith` fields, may
     /// answer a request with `fields`: never for `*`, otherwise when both carry the same values.
     static func answer(
-        varyingOn names: [String], fetchedWith leader: [String: String]?, matches fields: [String: String]?
+        varyingOn names: [String], fetchedWith starter: [String: String]?, matches fields: [String: String]?
     ) -> Bool {
         names.allSatisfy { name in
-            name != "*" && HeaderFields.value(named: name, in: leader) == HeaderFields.value(named: name, in: fields)
+            name != "*" && HeaderFields.value(named: name, in: starter) == HeaderFields.value(named: name, in: fields)
         }
     }
 }

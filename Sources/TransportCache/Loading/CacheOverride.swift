@@ -72,11 +72,7 @@ public struct CacheOverride: Sendable {
         }
     }
 
-    /// True when the response would not be reused as it is.
-    static func needsRewrite(_ response: HTTPURLResponse) -> Bool {
-        needsRewrite(HeaderFields(of: response))
-    }
-
+    /// True when a response with `headers` would not be reused as it is.
     static func needsRewrite(_ headers: HeaderFields) -> Bool {
         let cacheControl = CacheControl(headers["cache-control"])
         if cacheControl.noCache || cacheControl.noStore || cacheControl.mustRevalidate || cacheControl.isPrivate

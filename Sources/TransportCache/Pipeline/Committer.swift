@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The only writer of a transport's store: it stores fetched answers and `304` updates, drops
+/// The only writer of a transport's stored answers: it stores fetched answers and `304` updates, drops
 /// entries on invalidation and memory pressure, and announces each change after every lock is
 /// released, in the order the store changed.
 ///
@@ -106,9 +106,11 @@ final class Committer: Sendable {
             store.record { $0.notModified += 1 }
             return (validated.data, merged.answered)
         }
-        guard let updated = entry(validated.data, response: merged.stored, for: fetch) else {
-            // The origin now says the representation varies on everything: it answers this
-            // exchange, and no other request.
+        guard reasonNotToStore(merged.stored) == nil,
+            let updated = entry(validated.data, response: merged.stored, for: fetch)
+        else {
+            // The origin now says the representation may not be stored (`no-store`) or varies on
+            // everything: it answers this exchange, and no other request.
             return store.remove(validated, for: fetch.key) ? (validated.data, merged.answered) : nil
         }
         switch store.write(updated, for: fetch.key, replacing: validated) {
@@ -126,18 +128,20 @@ final class Committer: Sendable {
     /// Why `response` must not be stored, or nil when it may be.
     private func reasonNotToStore(_ response: URLResponse) -> NotStoredReason? {
         guard let http = response as? HTTPURLResponse else { return .status }
-        // A partial answer is never the whole resource a later request wants.
+        // A partial answer is never the whole resource a later request wants, and a 304 has no
+        // body of its own, whatever the storable statuses say.
         if http.statusCode == 206 { return .partialContent }
+        if http.statusCode == 304 { return .status }
         let storable =
             storableStatusCodes.contains(http.statusCode)
             // HTTP caching stores any final status that states its own freshness.
-            || (policy.followsHTTPCaching && (200..<600).contains(http.statusCode) && http.statusCode != 304
+            || (policy.followsHTTPCaching && (200..<600).contains(http.statusCode)
                 && FreshnessPolicy.hasExplicitFreshness(http))
         guard storable else { return .status }
         // A response that sets a cookie starts or changes a session: it belongs to the exchange
         // that received it, and a later request (perhaps after a sign-out, with the same key
         // headers) must not be handed that session, whatever the header override says.
-        if http.headerValue("set-cookie") != nil { return .setsCookie }
+        if NotModifiedMerge.unstoredFields.contains(where: { http.headerValue($0) != nil }) { return .setsCookie }
         // What the header override did not rewrite is taken at its word.
         if let cacheControl = http.headerValue("cache-control"), CacheControl(cacheControl).noStore {
             return .noStore

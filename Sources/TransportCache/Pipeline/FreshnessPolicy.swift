@@ -56,8 +56,9 @@ struct FreshnessPolicy: Sendable {
     ) -> EntryLifetime {
         let responseTime = clock.date
         let cacheControl = CacheControl(response.headerValue("cache-control"))
+        // `Pragma` counts only where `Cache-Control` is absent (RFC 9111 section 5.4).
         let pragmaNoCache =
-            cacheControl == CacheControl()
+            response.headerValue("cache-control") == nil
             && response.headerValue("pragma").map { HeaderList.contains("no-cache", in: $0) } == true
         let date = response.headerValue("date").flatMap(HTTPDate.parse) ?? responseTime
         var lifetime: TimeInterval

@@ -42,7 +42,10 @@ struct RequestPlanner: Sendable {
             reloadReason = .refresh
         case .useProtocolCachePolicy:
             acceptance = policy.followsHTTPCaching ? .httpRules(directives.cacheControl) : .transportRules
-            reloadReason = directives.revalidates ? .requestRevalidates : nil
+            // `only-if-cached` never reaches the network, whatever else the request asks (RFC 9111
+            // section 5.2.1.7): its `max-age=0` or `no-cache` is for the policy to weigh instead.
+            let onlyIfCached = policy.followsHTTPCaching && directives.cacheControl?.onlyIfCached == true
+            reloadReason = directives.revalidates && !onlyIfCached ? .requestRevalidates : nil
         case .returnCacheDataElseLoad:
             acceptance = policy.followsHTTPCaching ? .anyAge : .transportRules
             reloadReason = directives.revalidates ? .requestRevalidates : nil
@@ -61,7 +64,7 @@ struct RequestPlanner: Sendable {
 
         var foundStale = false
         if let answer = memoryAnswer(
-            key: key, fields: fields, acceptance: acceptance, countsRequest: true, foundStale: &foundStale)
+            key: key, fields: fields, acceptance: acceptance, isPlanning: true, foundStale: &foundStale)
         {
             return .memory(answer)
         }
@@ -79,13 +82,9 @@ struct RequestPlanner: Sendable {
     /// completed between its plan and its joining. Only a fresh (or accepted) entry answers here.
     func storedAnswer(for plan: FetchPlan) -> MemoryAnswer? {
         var foundStale = false
-        guard
-            let answer = memoryAnswer(
-                key: plan.key, fields: plan.fields, acceptance: plan.acceptance, countsRequest: false,
-                foundStale: &foundStale),
-            answer.reason != .staleWhileRevalidate
-        else { return nil }
-        return answer
+        return memoryAnswer(
+            key: plan.key, fields: plan.fields, acceptance: plan.acceptance, isPlanning: false,
+            foundStale: &foundStale)
     }
 
     /// The stored entry a request with `fields` may be answered with after its fetch for `key`
@@ -105,25 +104,26 @@ struct RequestPlanner: Sendable {
         .timedOut, .networkConnectionLost,
     ]
 
-    /// The entry of `key` that a request with `fields` may be answered with, judged by the policy in the
-    /// store's lookup, which counts it.
+    /// The entry of `key` that a request with `fields` may be answered with, judged by the policy
+    /// in the store's lookup. When `isPlanning`, the lookup counts the request, and a stale-window
+    /// entry answers; otherwise (a recheck before a fetch starts) only a fresh or accepted one does.
     private func memoryAnswer(
         key: CacheKey,
         fields: [String: String]?,
         acceptance: FreshnessPolicy.Acceptance,
-        countsRequest: Bool,
+        isPlanning: Bool,
         foundStale: inout Bool
     ) -> MemoryAnswer? {
         var stale = false
         let found = store.lookup(key, selectedBy: fields) { entry, statistics -> (Plan.MemoryReason, URLResponse)? in
-            if countsRequest { statistics.requests += 1 }
+            if isPlanning { statistics.requests += 1 }
             guard let entry else { return nil }
             let reason: Plan.MemoryReason
             switch policy.verdict(for: entry, acceptance: acceptance) {
             case .fresh: reason = .fresh
             case .staleAccepted: reason = .staleAccepted
-            case .staleWhileRevalidate: reason = .staleWhileRevalidate
-            case .stale:
+            case .staleWhileRevalidate where isPlanning: reason = .staleWhileRevalidate
+            case .staleWhileRevalidate, .stale:
                 stale = true
                 return nil
             }

@@ -1,6 +1,7 @@
 /// The memory behind ``CachedTransport``: stored answers by key and variant, least recently used
 /// evicted first within a byte budget, behind one lock. It knows no HTTP: the ``RequestPlanner``
-/// judges what it finds, and the ``Committer`` alone writes to it.
+/// judges what it finds, and the ``Committer`` alone writes answers into it (a decoded value is
+/// kept on its entry by the decode that made it).
 ///
 /// It replaces `URLCache` wholesale, because on Linux that cache keys by host and path only,
 /// evicts first-in-first-out, crashes when one URL is stored twice before an eviction, and scans
@@ -101,29 +102,22 @@ final class ResponseStore: Sendable {
             var variants = [entry]
             var cost = entry.totalCost
             var dropped = 0
+            var full = false
             for variant in existing
             where variant !== previous && variant.selector != entry.selector && variant.selector.names == names {
-                if variants.count < maximumVariants, cost + variant.totalCost <= maximumEntryCost {
+                // Most recently used first: once one does not fit, it and every older one go.
+                full = full || variants.count == maximumVariants || cost + variant.totalCost > maximumEntryCost
+                if full {
+                    dropped += 1
+                } else {
                     variants.append(variant)
                     cost += variant.totalCost
-                } else {
-                    dropped += 1
                 }
             }
             let (_, evicted) = state.entries.setValue(StoredVariants(variants), forKey: key, cost: cost)
             state.statistics.evictions += evicted + dropped
             state.syncGauges()
             return .stored(changedBytes: !sameBytes)
-        }
-    }
-
-    /// Removes every variant of `key`. - Returns: whether anything was removed.
-    func remove(_ key: CacheKey) -> Bool {
-        state.withLock { state in
-            let removed = state.entries.removeValue(forKey: key) != nil
-            if removed { state.statistics.invalidations += 1 }
-            state.syncGauges()
-            return removed
         }
     }
 

@@ -95,8 +95,6 @@ struct VariantSelector: Sendable, Hashable {
 
     let fields: [Field]
 
-    static let none = VariantSelector(fields: [])
-
     /// The field names, in order.
     var names: [String] { fields.map(\.name) }
 

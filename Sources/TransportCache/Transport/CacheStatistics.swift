@@ -40,8 +40,8 @@ public struct CacheStatistics: Sendable, Hashable {
     /// The entry is kept and no caller sees the failure.
     public var failedBackgroundRevalidations = 0
     /// Requests that carried their own conditions or range (`If-None-Match`, `If-Modified-Since`,
-    /// `If-Match`, `If-Unmodified-Since`, `If-Range`, `Range`) and so went to the origin as sent,
-    /// past the store and coalescing.
+    /// `If-Match`, `If-Unmodified-Since`, `If-Range`, `Range`) or `Cache-Control: no-store`, and
+    /// so went to the origin as sent, past the store and coalescing.
     public var bypasses = 0
     /// Bodies decoded by ``CachedTransport/value(_:for:decoder:)`` and
     /// ``CachedTransport/values(_:for:decoder:)``, successfully or not: at most one per stored

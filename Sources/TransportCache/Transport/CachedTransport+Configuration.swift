@@ -31,8 +31,10 @@ extension CachedTransport {
         /// `Accept-Language` (which always do). Names compare without case.
         public var keyHeaders: Set<String> = []
 
-        /// How long a stored entry may answer `returnCacheDataElseLoad` requests. Nil, the default,
-        /// keeps entries until they are invalidated or evicted, whatever their age.
+        /// How long a stored entry may answer requests with the default policy
+        /// (`useProtocolCachePolicy`, `returnCacheDataElseLoad`). Nil, the default, keeps entries
+        /// until they are invalidated or evicted, whatever their age. When following HTTP caching,
+        /// it caps the freshness the response gives.
         public var maximumAge: Duration?
 
         /// Per-endpoint maximum ages, taking precedence over ``maximumAge``; the first endpoint that

@@ -152,7 +152,7 @@ extension CachedTransport {
         let valueKey = DecodedValueKey(type, decoder: decoder)
         switch plan {
         case .memory(let answer):
-            if answer.reason == .staleWhileRevalidate { revalidateInBackground(answer, of: request) }
+            _ = answered(answer, to: request)
             return try await sharedDecode(
                 type, of: answer.entry, key: answer.entry.key, valueKey: valueKey, url: url, decoder: decoder)
         case .fetch(let fetchPlan):

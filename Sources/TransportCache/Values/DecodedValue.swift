@@ -234,7 +234,11 @@ extension ResponseStore {
                 let cost = entry.data.count + AnyDecodedValue.overhead
                 var values = entry.decoded
                 let dropped = values.keep(value, cost: cost, for: valueKey, limit: limit)
-                if let evicted = state.entries.addCost(cost - dropped.cost, forKey: key) {
+                let keyCost = state.entries.peekValue(forKey: key)?.totalCost ?? 0
+                // A key's variants and their values stay within the largest entry allowed.
+                if keyCost + cost - dropped.cost <= maximumEntryCost,
+                    let evicted = state.entries.addCost(cost - dropped.cost, forKey: key)
+                {
                     entry.decoded = values
                     state.statistics.evictions += evicted
                     state.statistics.decodedEvictions += dropped.dropped
