@@ -34,10 +34,13 @@ struct CacheControl: Sendable, Equatable {
     init(_ value: String?) {
         guard let value else { return }
         for item in HeaderList.elements(value) {
-            let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = ASCII.lowercased(parts[0].trimmingCharacters(in: .whitespaces))
-            let argument = parts.count > 1 ? Self.unquoted(parts[1].trimmingCharacters(in: .whitespaces)) : nil
-            switch name {
+            var name = item
+            var argument: Substring?
+            if let equals = item.utf8.firstIndex(of: UInt8(ascii: "=")) {
+                name = HeaderList.trimmed(item[..<equals])
+                argument = Self.unquoted(HeaderList.trimmed(item[item.utf8.index(after: equals)...]))
+            }
+            switch ASCII.lowercased(String(name)) {
             case "max-age": if maxAge == nil { maxAge = Self.seconds(argument) }
             case "max-stale":
                 if argument == nil {
@@ -60,13 +63,14 @@ struct CacheControl: Sendable, Equatable {
         }
     }
 
-    private static func unquoted(_ value: String) -> String {
-        guard value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") else { return value }
-        return String(value.dropFirst().dropLast())
+    private static func unquoted(_ value: Substring) -> Substring {
+        let utf8 = value.utf8
+        guard utf8.count >= 2, utf8.first == UInt8(ascii: "\""), utf8.last == UInt8(ascii: "\"") else { return value }
+        return value[utf8.index(after: utf8.startIndex)..<utf8.index(before: utf8.endIndex)]
     }
 
     /// `delta-seconds` (RFC 9111 section 1.2.2): digits only; an overflowing value is the largest.
-    private static func seconds(_ argument: String?) -> Seconds {
+    private static func seconds(_ argument: Substring?) -> Seconds {
         guard let argument, ASCII.isDigits(argument) else { return .invalid }
         return .value(Int(argument) ?? Int(Int32.max))
     }

@@ -7,7 +7,7 @@ enum HTTPDate {
     private static let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
 
     static func parse(_ value: String) -> Date? {
-        let text = value.trimmingCharacters(in: .whitespaces)
+        let text = String(HeaderList.trimmed(value[...]))
         // Sun, 06 Nov 1994 08:49:37 GMT
         if let match = text.wholeMatch(
             of: /([A-Za-z]{3}), (\d{2}) ([A-Za-z]{3}) (\d{4}) (\d{2}):(\d{2}):(\d{2}) ([Gg][Mm][Tt])/)
@@ -31,7 +31,7 @@ enum HTTPDate {
         day: Substring, month: Substring, year: Substring, hour: Substring, minute: Substring, second: Substring
     ) -> Date? {
         guard let month = months.firstIndex(of: month.lowercased()),
-            let day = Int(day.trimmingCharacters(in: .whitespaces)), var year = Int(year),
+            let day = Int(HeaderList.trimmed(day)), var year = Int(year),
             let hour = Int(hour), let minute = Int(minute), let second = Int(second),
             (1...31).contains(day), hour < 24, minute < 60, second < 61
         else { return nil }
