@@ -55,6 +55,9 @@ public struct Endpoint: Sendable, Hashable {
     }
 
     /// Every URL for which `predicate` returns true.
+    ///
+    /// The transport may call `predicate` while it holds its own locks (an invalidation decides
+    /// under them which entries go): keep it quick, and never call the transport from it.
     public static func matching(_ predicate: @escaping @Sendable (URL) -> Bool) -> Endpoint {
         Endpoint(kind: .predicate(Predicate(predicate)))
     }

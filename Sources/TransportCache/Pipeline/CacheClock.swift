@@ -17,7 +17,8 @@ public struct CacheClock: Sendable {
     private let readDate: @Sendable () -> Date
 
     /// A clock that reads `now` for ages and `date` for the wall-clock time HTTP's `Date`,
-    /// `Expires` and `Last-Modified` are compared with. The two must advance together.
+    /// `Expires` and `Last-Modified` are compared with. The two must advance together. The
+    /// transport may read them while it holds its own locks: never call the transport from them.
     public init(
         now: @escaping @Sendable () -> ContinuousClock.Instant,
         date: @escaping @Sendable () -> Date
