@@ -192,8 +192,12 @@ struct CoalescingTests {
             Task { try await transport.data(for: request(url, headers: ["X-Variant": variant])).0.text }
         }
         await waitUntil { transport.statistics.coalescedJoins == 5 }
-        loader.openGate()
+        // Only the first answer goes out: the "b" and "c" fetches must both start while the
+        // other is still held, not one after the other's answer.
+        loader.release(1)
         #expect(try await first.value.0.text.hasPrefix("variant=a"))
+        await waitUntil { loader.callCount == 3 }
+        loader.openGate()
         var bodies: [String] = []
         for task in joined { bodies.append(try await task.value) }
         // One fetch for "b" and one for "c": three in all.
@@ -217,6 +221,9 @@ struct CoalescingTests {
         let tasks = (0..<4).map { _ in Task { try await transport.data(for: request(url)).0.text } }
         await loader.waitForCalls(1)
         await waitUntil { transport.statistics.coalescedJoins == 3 }
+        // Only the first answer goes out; the three joined callers' fetches start together.
+        loader.release(1)
+        await waitUntil { loader.callCount == 4 }
         loader.openGate()
         var bodies = Set<String>()
         for task in tasks { bodies.insert(try await task.value) }

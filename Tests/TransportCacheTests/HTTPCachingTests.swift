@@ -240,6 +240,34 @@ struct HTTPCachingTests {
         #expect(loader.callCount == 4)
     }
 
+    @Test("only-if-cached with max-age=0 or no-cache still never reaches the network")
+    func onlyIfCachedWithRevalidation() async throws {
+        let (transport, loader, clock) = setUp { ["Cache-Control": "max-age=100"] }
+        _ = try await transport.data(for: request(url))
+        clock.advance(by: .seconds(1))
+        // The entry is fresh but a second old, and neither request may use it unvalidated.
+        for directives in ["only-if-cached, max-age=0", "only-if-cached, no-cache"] {
+            let (_, response) = try await transport.data(for: request(url, headers: ["Cache-Control": directives]))
+            #expect((response as? HTTPURLResponse)?.statusCode == 504)
+        }
+        #expect(loader.callCount == 1)
+    }
+
+    @Test("Pragma: no-cache counts only without Cache-Control, even one with no directive the cache reads")
+    func pragmaBesideUnreadCacheControl() async throws {
+        // `public` alone gives no lifetime, so the heuristic (a tenth of the time since
+        // Last-Modified, here 10 days) decides; `Pragma` must not make it stale at once.
+        let (transport, loader, _) = setUp {
+            [
+                "Cache-Control": "public", "Pragma": "no-cache",
+                "Date": httpDate(), "Last-Modified": httpDate(-100 * 86_400),
+            ]
+        }
+        _ = try await transport.data(for: request(url))
+        _ = try await transport.data(for: request(url))
+        #expect(loader.callCount == 1)
+    }
+
     @Test("only-if-cached answers 504 without the network when nothing usable is stored")
     func onlyIfCached() async throws {
         let (transport, loader, _) = setUp { ["Cache-Control": "max-age=100"] }

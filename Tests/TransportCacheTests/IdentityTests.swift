@@ -36,6 +36,15 @@ struct IdentityTests {
         #expect(loader.callCount == 2)
     }
 
+    @Test("a Set-Cookie2 keeps the response out of the store as Set-Cookie does")
+    func setCookie2() async throws {
+        let loader = TestLoader(respond: TestLoader.ok(headers: ["Set-Cookie2": "s=1"]))
+        let transport = makeTransport(loader: loader)
+        _ = try await transport.data(for: request(url))
+        _ = try await transport.data(for: request(url))
+        #expect(loader.callCount == 2)
+    }
+
     @Test("a response that sets a cookie is not served stale to anyone either")
     func setCookieNotServedStale() async throws {
         let loader = TestLoader { request, call in

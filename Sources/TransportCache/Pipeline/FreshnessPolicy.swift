@@ -168,6 +168,9 @@ struct FreshnessPolicy: Sendable {
             guard isExpired(entry, at: now) else { return .fresh }
             return isWithinStaleWindow(entry, at: now) ? .staleWhileRevalidate : .stale
         case .httpRules(let request):
+            // Only with `only-if-cached` does a request's own `no-cache` reach here (otherwise it
+            // reloads): no stored answer may serve it unvalidated.
+            if request?.noCache == true { return .stale }
             let age = entry.currentAge(at: now) ?? .zero
             if let maxAge = request?.maxAge {
                 guard let seconds = maxAge.seconds, age <= .seconds(seconds) else { return .stale }

@@ -114,7 +114,6 @@ struct RequestPlanner: Sendable {
         isPlanning: Bool,
         foundStale: inout Bool
     ) -> MemoryAnswer? {
-        var stale = false
         let found = store.lookup(key, selectedBy: fields) { entry, statistics -> (Plan.MemoryReason, URLResponse)? in
             if isPlanning { statistics.requests += 1 }
             guard let entry else { return nil }
@@ -124,7 +123,7 @@ struct RequestPlanner: Sendable {
             case .staleAccepted: reason = .staleAccepted
             case .staleWhileRevalidate where isPlanning: reason = .staleWhileRevalidate
             case .staleWhileRevalidate, .stale:
-                stale = true
+                foundStale = true
                 return nil
             }
             statistics.memoryHits += 1
@@ -136,7 +135,6 @@ struct RequestPlanner: Sendable {
             entry.staleWindowResponse = marked
             return (reason, marked)
         }
-        foundStale = stale
         guard let (entry, (reason, response)) = found else { return nil }
         var answered = response
         if let age = policy.age(of: entry) {

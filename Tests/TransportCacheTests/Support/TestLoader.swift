@@ -81,6 +81,12 @@ final class TestLoader: NetworkLoading {
         for continuation in held { continuation.resume() }
     }
 
+    /// Lets call number `call` through if it is held, leaving the gate closed for the others.
+    func release(_ call: Int) {
+        let continuation = state.withLock { $0.held.removeValue(forKey: call) }
+        continuation?.resume()
+    }
+
     /// Suspends until at least `count` calls have arrived.
     func waitForCalls(_ count: Int) async {
         await withCheckedContinuation { continuation in
