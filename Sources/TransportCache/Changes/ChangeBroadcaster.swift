@@ -8,45 +8,23 @@ import Foundation
 /// the queue idle delivers everything queued, in order, so each subscriber receives changes in
 /// the order the store changed.
 final class ChangeBroadcaster: Sendable {
-    private struct Subscriber {
-        let continuation: AsyncStream<CacheChange>.Continuation
-        let endpoint: Endpoint?
-    }
-
-    private struct Subscribers {
-        var byID: [Int: Subscriber] = [:]
-        var lastID = 0
-    }
-
     private struct Queue {
         var changes: [CacheChange] = []
         var isDelivering = false
     }
 
-    private let subscribers = Locked(Subscribers())
+    /// The streams, each with the endpoint it is about (nil: every change).
+    private let subscribers: StreamSubscribers<CacheChange, Endpoint?>
     private let queue = Locked(Queue())
-    let bufferLimit: Int
 
     init(bufferLimit: Int) {
-        self.bufferLimit = max(1, bufferLimit)
+        subscribers = StreamSubscribers(bufferLimit: bufferLimit)
     }
 
     /// A new stream of the changes that concern `endpoint` (all when nil). It unregisters itself
     /// when its consumer stops iterating or it is dropped.
     func subscribe(to endpoint: Endpoint?) -> AsyncStream<CacheChange> {
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: CacheChange.self,
-            bufferingPolicy: .bufferingNewest(bufferLimit)
-        )
-        let id = subscribers.withLock { subscribers in
-            subscribers.lastID += 1
-            subscribers.byID[subscribers.lastID] = Subscriber(continuation: continuation, endpoint: endpoint)
-            return subscribers.lastID
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.subscribers.withLock { $0.byID.removeValue(forKey: id) }
-        }
-        return stream
+        subscribers.subscribe(endpoint)
     }
 
     /// Queues `change` behind those queued before it.
@@ -66,10 +44,10 @@ final class ChangeBroadcaster: Sendable {
                 return queue.changes
             }
             guard !batch.isEmpty else { return }
-            let current = subscribers.withLock { Array($0.byID.values) }
+            let current = subscribers.current
             for change in batch {
                 for subscriber in current {
-                    if let endpoint = subscriber.endpoint {
+                    if let endpoint = subscriber.filter {
                         if let filtered = change.filtered(by: endpoint) { subscriber.continuation.yield(filtered) }
                     } else {
                         subscriber.continuation.yield(change)
@@ -80,13 +58,5 @@ final class ChangeBroadcaster: Sendable {
         }
     }
 
-    var count: Int { subscribers.withLock { $0.byID.count } }
-
-    deinit {
-        let current = subscribers.withLock { state in
-            defer { state.byID.removeAll() }
-            return Array(state.byID.values)
-        }
-        for subscriber in current { subscriber.continuation.finish() }
-    }
+    var count: Int { subscribers.count }
 }

@@ -8,12 +8,12 @@ extension CachedTransport {
     /// stored meanwhile, or starts a fetch. Runs on the caller's executor; it never hops onto the
     /// actor.
     nonisolated(nonsending) func fetch(_ plan: FetchPlan) async throws -> (Data, URLResponse) {
-        let waiter = Waiter(request: plan.request)
+        let waiter = Waiter(request: plan.request, reason: plan.reason)
         return try await withTaskCancellationHandler {
             // Unsafe rather than checked: the checked kind allocates a guard object per caller, and
             // each waiter is resumed exactly once by construction (see `Waiter.continuation`).
             try await withUnsafeThrowingContinuation { continuation in
-                enum Step { case joined, answered((Data, URLResponse)), cancelled, launch(Int, URLRequest) }
+                enum Step { case joined, answered((Data, URLResponse)), cancelled, launch(Launch) }
                 // Set before the waiter is attached (under the lock below), so whoever detaches it
                 // finds it.
                 waiter.continuation = continuation
@@ -28,15 +28,15 @@ extension CachedTransport {
                     }
                     store.record { $0.networkFetches += 1 }
                     let started = machine.start(
-                        key: plan.key, request: plan.request, isReload: plan.isReload,
+                        key: plan.key, request: plan.request, reason: plan.reason, isReload: plan.isReload,
                         requestTime: planner.policy.clock.date, starter: waiter)
-                    return .launch(started.id, outgoingRequest(for: started.fetch))
+                    return .launch(launchable(started))
                 }
                 switch step {
                 case .joined: break
                 case .answered(let answer): continuation.resume(returning: answer)
                 case .cancelled: continuation.resume(throwing: CancellationError())
-                case .launch(let fetchID, let outgoing): launch(fetchID, outgoing)
+                case .launch(let launch): self.launch(launch)
                 }
             }
         } onCancel: {
@@ -48,18 +48,36 @@ extension CachedTransport {
     /// from, unless a fetch of its key is already in flight (which will bring the entry up to date
     /// itself).
     nonisolated func revalidateInBackground(_ answer: MemoryAnswer, of request: URLRequest) {
-        let launchable = inFlight.withLock { machine -> (Int, URLRequest)? in
+        let started = inFlight.withLock { machine -> Launch? in
             guard machine.joinable[answer.entry.key] == nil else { return nil }
             store.record {
                 $0.networkFetches += 1
                 $0.backgroundRevalidations += 1
             }
             let started = machine.start(
-                key: answer.entry.key, request: request, isReload: true, requestTime: planner.policy.clock.date,
-                starter: nil)
-            return (started.id, outgoingRequest(for: started.fetch))
+                key: answer.entry.key, request: request, reason: .expired, isReload: true,
+                requestTime: planner.policy.clock.date, starter: nil)
+            return launchable(started)
         }
-        if let (fetchID, outgoing) = launchable { launch(fetchID, outgoing) }
+        if let started { launch(started) }
+    }
+
+    /// A fetch to send, once the in-flight lock is released.
+    struct Launch {
+        let id: Int
+        let request: URLRequest
+        let reason: Plan.FetchReason
+        /// Whether it asks the origin to confirm a stored entry.
+        let isConditional: Bool
+    }
+
+    /// The launch of a fetch just started, with the request it sends (see ``outgoingRequest(for:)``).
+    /// Call with the in-flight lock held.
+    private nonisolated func launchable(_ started: (id: Int, fetch: Fetch)) -> Launch {
+        let request = outgoingRequest(for: started.fetch)
+        return Launch(
+            id: started.id, request: request, reason: started.fetch.reason,
+            isConditional: started.fetch.revalidating != nil)
     }
 
     /// The request `fetch` sends: its starter's, made conditional on the stored entry when there
@@ -78,11 +96,14 @@ extension CachedTransport {
         return ConditionalRequest.revalidating(fetch.request, against: entry)
     }
 
-    /// Sends fetch `fetchID`'s request and completes the fetch with the answer, on whatever thread
-    /// the loader has it: no task is woken in between.
-    private nonisolated func launch(_ fetchID: Int, _ request: URLRequest) {
-        let load = loader.start(request) { result in
-            self.complete(fetchID, with: result)
+    /// Sends a fetch's request and completes the fetch with the answer, on whatever thread the
+    /// loader has it: no task is woken in between.
+    private nonisolated func launch(_ launch: Launch) {
+        let fetchID = launch.id
+        guard let url = launch.request.url else { return }
+        let interval = reporter.fetchStarted(url, reason: launch.reason, conditional: launch.isConditional)
+        let load = loader.start(launch.request) { result in
+            self.complete(fetchID, with: result, interval: interval)
         }
         let action = inFlight.withLock { $0.loadStarted(load, for: fetchID) }
         // Every caller left before the load was recorded (or it has completed: then this does nothing).
@@ -97,59 +118,89 @@ extension CachedTransport {
     /// A `304` to a conditional fetch answers with the stored body (status 200); when that entry
     /// is gone (invalidated, evicted or replaced while the request was in flight) the fetch is
     /// sent again without conditions, so no caller ever gets the empty body of a 304.
-    private nonisolated func complete(_ fetchID: Int, with result: Result<(Data, URLResponse), any Error>) {
+    private nonisolated func complete(
+        _ fetchID: Int, with result: Result<(Data, URLResponse), any Error>, interval: TransportEvents.FetchInterval
+    ) {
+        let duration = reporter.fetchEnded(interval, with: result)
         // The waiters, and for each the index of its answer in `results` (-1: not answered here).
         // Callers of one fetch nearly always share one answer, held once rather than once per
         // caller: ten thousand copies of one answer cost as much to release as to resume them.
+        // Answers differ only by outcome (whether the caller joined, and why it fetched): `made`
+        // finds the one already made for an outcome.
         var waiters: [Waiter?] = []
         var answers: [Int] = []
         var results: [Result<(Data, URLResponse), any Error>] = []
-        var launches: [(Int, URLRequest)] = []
+        var made: [(outcome: CacheOutcome, index: Int)] = []
+        var launches: [Launch] = []
         inFlight.withLock { machine in
             guard let fetch = machine.fetches[fetchID] else { return }  // Every caller left.
             var result = result
-            var committed = false
+            var revalidated: CacheOutcome.Storage?
             if case .success(let (_, fetched)) = result, let validated = fetch.revalidating,
                 let notModified = fetched as? HTTPURLResponse, notModified.statusCode == 304
             {
                 fetch.revalidating = nil
                 if let confirmed = committer.commitNotModified(notModified, confirming: validated, for: fetch) {
-                    result = .success(confirmed)
-                    committed = true
+                    result = .success((confirmed.data, confirmed.response))
+                    revalidated = confirmed.storage
                 } else if fetch.hasWaiters {
                     // Without callers (a background revalidation of an entry dropped meanwhile)
                     // the 304 is taken as it is: not stored, and counted as a failed revalidation.
-                    launches.append((fetchID, fetch.request))
+                    launches.append(
+                        Launch(id: fetchID, request: fetch.request, reason: fetch.reason, isConditional: false))
                     return
                 }
             }
             guard let completed = machine.complete(fetchID) else { return }
             waiters = completed.waiters
             answers = Array(repeating: -1, count: waiters.count)
+            /// The index in `results` of the answer with `outcome`, made by `make` the first time
+            /// the outcome comes up.
+            func answer(
+                _ outcome: CacheOutcome, _ make: (CacheOutcome) -> Result<(Data, URLResponse), any Error>
+            ) -> Int {
+                if let index = made.first(where: { $0.outcome == outcome })?.index { return index }
+                results.append(make(outcome))
+                made.append((outcome, results.count - 1))
+                return results.count - 1
+            }
+            func outcome(of waiter: Waiter, _ source: CacheOutcome.Source, _ storage: CacheOutcome.Storage?)
+                -> CacheOutcome
+            {
+                CacheOutcome(
+                    source: source, joinedFetch: !fetch.wasStarted(by: waiter), storage: storage,
+                    networkDuration: duration)
+            }
             switch result {
             case .failure(let error):
                 if fetch.isBackground { store.record { $0.failedBackgroundRevalidations += 1 } }
-                results.append(.failure(error))
                 for (position, waiter) in waiters.enumerated() {
                     guard let waiter else { continue }
+                    let failed = outcome(of: waiter, .network(waiter.reason), nil)
                     if let stale = planner.answerAfterFailure(
-                        of: fetch.key, fields: waiter.request.allHTTPHeaderFields, error: error)
+                        of: fetch.key, fields: waiter.request.allHTTPHeaderFields, error: error, outcome: failed)
                     {
                         results.append(.success(stale))
                         answers[position] = results.count - 1
                     } else {
-                        answers[position] = 0
+                        answers[position] = answer(failed) { .failure(error.carrying($0)) }
                     }
                 }
             case .success(let (data, fetched)):
-                let response = committed ? fetched : committer.prepared(fetched)
-                if !committed {
-                    let outcome = committer.commitFetched(data, response: response, for: fetch)
-                    if fetch.isBackground, case .notStored(let reason) = outcome, reason != .superseded {
+                let response: URLResponse
+                let storage: CacheOutcome.Storage
+                if let revalidated {
+                    response = fetched
+                    storage = revalidated
+                } else {
+                    response = committer.prepared(fetched)
+                    storage = committer.commitFetched(data, response: response, for: fetch)
+                    if fetch.isBackground, case .notStored(let reason) = storage,
+                        reason != .supersededInFlight, reason != .invalidatedInFlight
+                    {
                         store.record { $0.failedBackgroundRevalidations += 1 }
                     }
                 }
-                results.append(.success((data, response)))
                 let vary = Vary.names(of: response)
                 let starterFields = vary.isEmpty ? nil : fetch.request.allHTTPHeaderFields
                 var unmatched: [Waiter] = []
@@ -159,7 +210,11 @@ extension CachedTransport {
                         || Vary.answer(
                             varyingOn: vary, fetchedWith: starterFields, matches: waiter.request.allHTTPHeaderFields)
                     {
-                        answers[position] = 0
+                        let source: CacheOutcome.Source =
+                            revalidated == nil ? .network(waiter.reason) : .revalidated(waiter.reason)
+                        answers[position] = answer(outcome(of: waiter, source, storage)) {
+                            .success((data, HTTPResponseBuilder.answer(response, outcome: $0)))
+                        }
                     } else {
                         unmatched.append(waiter)
                     }
@@ -169,7 +224,7 @@ extension CachedTransport {
                 for group in Vary.groups(unmatched, varyingOn: vary, fields: { $0.request.allHTTPHeaderFields }) {
                     store.record { $0.networkFetches += 1 }
                     let started = machine.restart(group, from: fetch, requestTime: planner.policy.clock.date)
-                    launches.append((started.id, outgoingRequest(for: started.fetch)))
+                    launches.append(launchable(started))
                 }
             }
         }
@@ -179,7 +234,7 @@ extension CachedTransport {
             waiters[position] = nil
             waiter.resume(with: results[answers[position]])
         }
-        for (fetchID, request) in launches { launch(fetchID, request) }
+        for launch in launches { self.launch(launch) }
         committer.publishQueuedChanges()
     }
 

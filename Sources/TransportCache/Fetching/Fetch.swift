@@ -14,6 +14,9 @@ final class Fetch: @unchecked Sendable {
     let key: CacheKey
     /// The request that started it; the one sent to the origin.
     let request: URLRequest
+    /// Why it was started: its starter's reason, ``CacheOutcome/FetchReason/expired`` for a
+    /// background revalidation.
+    let reason: Plan.FetchReason
     /// Started to reload (see ``FetchPlan/Sharing/reloads``): reload requests may share it.
     let isReload: Bool
     /// The caller that started it, which gets its answer whatever the answer's `Vary` says; nil
@@ -26,9 +29,9 @@ final class Fetch: @unchecked Sendable {
     /// The stored entry this fetch asked the origin to confirm (`If-None-Match` /
     /// `If-Modified-Since`), when it was sent conditionally.
     var revalidating: StoredResponse?
-    /// Cleared when the key is invalidated or a newer fetch of it starts while this one is in
+    /// Set when the key is invalidated or a newer fetch of it starts while this one is in
     /// flight: its answer still reaches its callers but is not written into the store.
-    var storesResult = true
+    var supersededBecause: CacheOutcome.NotStoredReason?
     /// The origin fetch, once started; cancelled when the last caller leaves.
     var load: (any NetworkLoad)?
     /// When the fetch started: the request time of HTTP's age calculation.
@@ -44,9 +47,13 @@ final class Fetch: @unchecked Sendable {
     @exclusivity(unchecked) private var ordered: [Waiter?] = []
     @exclusivity(unchecked) private var attached = 0
 
-    init(key: CacheKey, request: URLRequest, isReload: Bool, requestTime: Date, starter: Waiter?) {
+    init(
+        key: CacheKey, request: URLRequest, reason: Plan.FetchReason, isReload: Bool, requestTime: Date,
+        starter: Waiter?
+    ) {
         self.key = key
         self.request = request
+        self.reason = reason
         self.isReload = isReload
         self.requestTime = requestTime
         self.starter = starter
@@ -96,6 +103,8 @@ final class Fetch: @unchecked Sendable {
 /// held.
 final class Waiter: @unchecked Sendable {
     let request: URLRequest
+    /// Why its caller went to the network: its answer's outcome says so.
+    let reason: Plan.FetchReason
     // Exclusivity is unchecked on the three below for the reason given on the class: each access
     // happens under the in-flight lock, or before the waiter is attached and visible to others.
     /// Resumed exactly once, by whoever detaches the waiter under the in-flight lock (the fetch's
@@ -106,8 +115,9 @@ final class Waiter: @unchecked Sendable {
     /// Its place in that fetch's waiters.
     @exclusivity(unchecked) var position = 0
 
-    init(request: URLRequest) {
+    init(request: URLRequest, reason: Plan.FetchReason) {
         self.request = request
+        self.reason = reason
     }
 
     func resume(with result: Result<(Data, URLResponse), any Error>) {

@@ -43,15 +43,17 @@ struct FetchStateMachine: Sendable {
     ///   ``restart(_:from:requestTime:)``): it neither supersedes the key's fetch nor is joined.
     /// - Returns: the fetch and its identifier; the caller starts its load (``loadStarted(_:for:)``).
     mutating func start(
-        key: CacheKey, request: URLRequest, isReload: Bool, requestTime: Date, starter: Waiter?,
-        isJoinable: Bool = true
+        key: CacheKey, request: URLRequest, reason: Plan.FetchReason, isReload: Bool, requestTime: Date,
+        starter: Waiter?, isJoinable: Bool = true
     ) -> (id: Int, fetch: Fetch) {
         lastIdentifier += 1
         let fetchID = lastIdentifier
-        let fetch = Fetch(key: key, request: request, isReload: isReload, requestTime: requestTime, starter: starter)
+        let fetch = Fetch(
+            key: key, request: request, reason: reason, isReload: isReload, requestTime: requestTime,
+            starter: starter)
         if let starter { attach(starter, to: fetch, id: fetchID) }
         if isJoinable {
-            if let older = joinable[key] { fetches[older]?.storesResult = false }
+            if let older = joinable[key] { fetches[older]?.supersededBecause = .supersededInFlight }
             joinable[key] = fetchID
         }
         fetches[fetchID] = fetch
@@ -92,8 +94,8 @@ struct FetchStateMachine: Sendable {
     /// - Returns: the fetch to launch.
     mutating func restart(_ group: [Waiter], from fetch: Fetch, requestTime: Date) -> (id: Int, fetch: Fetch) {
         let started = start(
-            key: fetch.key, request: group[0].request, isReload: fetch.isReload, requestTime: requestTime,
-            starter: group[0], isJoinable: false)
+            key: fetch.key, request: group[0].request, reason: group[0].reason, isReload: fetch.isReload,
+            requestTime: requestTime, starter: group[0], isJoinable: false)
         for waiter in group.dropFirst() { attach(waiter, to: started.fetch, id: started.id) }
         return started
     }
@@ -123,7 +125,7 @@ struct FetchStateMachine: Sendable {
     /// being joined. Their callers still get their answers.
     /// - Complexity: O(f) in the fetches in flight.
     mutating func detach(where matches: (CacheKey) -> Bool) {
-        for fetch in fetches.values where matches(fetch.key) { fetch.storesResult = false }
+        for fetch in fetches.values where matches(fetch.key) { fetch.supersededBecause = .invalidatedInFlight }
         for key in joinable.keys where matches(key) { joinable[key] = nil }
     }
 

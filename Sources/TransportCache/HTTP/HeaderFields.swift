@@ -21,7 +21,7 @@ struct HeaderFields: Sendable {
     }
 
     init(of response: HTTPURLResponse) {
-        if let rewritten = response as? OverriddenHTTPURLResponse {
+        if let rewritten = response as? TransportHTTPURLResponse {
             self = rewritten.headerFields
             return
         }
@@ -69,29 +69,34 @@ extension HeaderFields {
 }
 
 extension HTTPURLResponse {
-    /// The value of the header field `lowercasedName`: one hash lookup on a response the header
-    /// override rewrote, `value(forHTTPHeaderField:)` on any other.
+    /// The value of the header field `lowercasedName`: one hash lookup on a response the library
+    /// made, `value(forHTTPHeaderField:)` on any other.
     func headerValue(_ lowercasedName: String) -> String? {
-        if let rewritten = self as? OverriddenHTTPURLResponse { return rewritten.headerFields[lowercasedName] }
+        if let rewritten = self as? TransportHTTPURLResponse { return rewritten.headerFields[lowercasedName] }
         return value(forHTTPHeaderField: lowercasedName)
     }
 }
 
-/// A response ``CacheOverride`` rewrote, which keeps the header fields it was made from.
+/// A response the library made: rewritten by ``CacheOverride``, or answered by a transport. It keeps
+/// the header fields it was made from and, when a transport answered with it, the outcome.
 ///
-/// Everything after the rewrite (the transport's store decision, the validators, the `Vary`
-/// names, the cost of the entry) reads these instead of asking the response again, and the
+/// Everything after a rewrite (the transport's store decision, the validators, the `Vary` names,
+/// the cost of the entry) reads these fields instead of asking the response again, and the
 /// transport does not apply the override a second time to a response that already went through it.
 ///
-/// `@unchecked Sendable` is safe here: `headerFields` is set in the initializers and never changed.
-final class OverriddenHTTPURLResponse: HTTPURLResponse, @unchecked Sendable {
+/// `@unchecked Sendable` is safe here: every property is set in the initializers and never changed.
+final class TransportHTTPURLResponse: HTTPURLResponse, @unchecked Sendable {
     private(set) var headerFields: HeaderFields
-    /// Its `max-age` is above zero, so rewriting it again would change nothing.
+    /// Rewritten by the header override with a `max-age` above zero, so rewriting it again would
+    /// change nothing.
     private(set) var isFresh: Bool
+    /// How the transport made this answer; nil on a response the header override made on its own.
+    private(set) var outcome: CacheOutcome?
 
-    init?(url: URL, statusCode: Int, headerFields: HeaderFields, isFresh: Bool) {
+    init?(url: URL, statusCode: Int, headerFields: HeaderFields, isFresh: Bool, outcome: CacheOutcome?) {
         self.headerFields = headerFields
         self.isFresh = isFresh
+        self.outcome = outcome
         super.init(
             url: url, statusCode: statusCode, httpVersion: HTTPResponseBuilder.httpVersion,
             headerFields: headerFields.fields)
@@ -100,6 +105,7 @@ final class OverriddenHTTPURLResponse: HTTPURLResponse, @unchecked Sendable {
     required init?(coder: NSCoder) {
         headerFields = HeaderFields([:])
         isFresh = false
+        outcome = nil
         super.init(coder: coder)
         headerFields = HeaderFields(HeaderFields.strings(allHeaderFields))
     }

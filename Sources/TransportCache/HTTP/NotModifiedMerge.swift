@@ -37,9 +37,10 @@ enum NotModifiedMerge {
                 fields.set(field.value, name: field.name, lowercasedName: lowercasedName)
             }
         }
-        let storedResponse = HTTPResponseBuilder.response(stored, fields: fields.fields)
+        // The stored response carries the outcome every stored response does: a fresh answer.
+        let storedResponse = HTTPResponseBuilder.response(stored, fields: fields, outcome: .fresh)
         guard !unstored.isEmpty else { return (storedResponse, storedResponse) }
         for field in unstored { fields.set(field.value, name: field.name, lowercasedName: field.lowercasedName) }
-        return (storedResponse, HTTPResponseBuilder.response(stored, fields: fields.fields))
+        return (storedResponse, HTTPResponseBuilder.response(stored, fields: fields))
     }
 }

@@ -14,7 +14,7 @@ struct RequestDirectives {
 
     /// Why the request goes to the origin as sent, past the store and coalescing, storing
     /// nothing; nil when it does not.
-    private(set) var bypass: Plan.BypassReason?
+    private(set) var bypass: CacheOutcome.PassThroughReason?
     /// Do not answer from memory without asking the origin; store the answer.
     private(set) var revalidates = false
     /// The request's `Cache-Control`, when it has one.

@@ -36,7 +36,7 @@ public struct CacheOverride: Sendable {
     /// or `response` itself when they would not.
     public func rewritten(_ response: HTTPURLResponse) -> HTTPURLResponse {
         // A rewritten response says only `max-age=N` about caching: with N > 0 it needs nothing.
-        if let rewritten = response as? OverriddenHTTPURLResponse, rewritten.isFresh { return response }
+        if let rewritten = response as? TransportHTTPURLResponse, rewritten.isFresh { return response }
         guard let url = response.url else { return response }
         let headers = HeaderFields(of: response)
         guard Self.needsRewrite(headers) else { return response }
@@ -58,9 +58,8 @@ public struct CacheOverride: Sendable {
         }
         let seconds = max(0, Int(maximumAge.components.seconds))
         fields.set("max-age=\(seconds)", name: "Cache-Control", lowercasedName: "cache-control")
-        return OverriddenHTTPURLResponse(
-            url: url, statusCode: response.statusCode, headerFields: fields, isFresh: seconds > 0)
-            ?? response
+        return HTTPResponseBuilder.response(
+            url: url, statusCode: response.statusCode, headerFields: fields, isFresh: seconds > 0, outcome: nil)
     }
 
     static func canonical(_ name: String) -> String {

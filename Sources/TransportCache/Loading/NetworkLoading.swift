@@ -7,7 +7,7 @@ import FoundationNetworking
 ///
 /// The transport starts one load per origin fetch with ``start(_:completion:)`` and cancels it
 /// when no caller is left; requests it does not cache go through ``load(_:)``.
-protocol NetworkLoading: Sendable {
+package protocol NetworkLoading: Sendable {
     /// Loads `request`, throwing when the calling task is cancelled.
     func load(_ request: URLRequest) async throws -> (Data, URLResponse)
 
@@ -23,13 +23,15 @@ protocol NetworkLoading: Sendable {
 }
 
 /// A load in progress.
-protocol NetworkLoad: Sendable {
+package protocol NetworkLoad: Sendable {
     /// Cancels the load if it has not completed. Safe to call from any thread, at any time.
     func cancel()
 }
 
 extension NetworkLoading {
-    func start(_ request: URLRequest, completion: @escaping @Sendable (Result<(Data, URLResponse), any Error>) -> Void)
+    package func start(
+        _ request: URLRequest, completion: @escaping @Sendable (Result<(Data, URLResponse), any Error>) -> Void
+    )
         -> any NetworkLoad
     {
         TaskLoad(

@@ -14,6 +14,8 @@ import FoundationNetworking
 final class Committer: Sendable {
     let store: ResponseStore
     let broadcaster: ChangeBroadcaster
+    /// Reports what the transport does (``CachedTransport/events()``, and the platform's log).
+    let reporter: TransportEvents
     let inFlight: Locked<FetchStateMachine>
     private let policy: FreshnessPolicy
     private let keyHeaders: KeyHeaders
@@ -24,6 +26,7 @@ final class Committer: Sendable {
     init(
         store: ResponseStore,
         broadcaster: ChangeBroadcaster,
+        reporter: TransportEvents,
         inFlight: Locked<FetchStateMachine>,
         policy: FreshnessPolicy,
         keyHeaders: KeyHeaders,
@@ -31,6 +34,7 @@ final class Committer: Sendable {
     ) {
         self.store = store
         self.broadcaster = broadcaster
+        self.reporter = reporter
         self.inFlight = inFlight
         self.policy = policy
         self.keyHeaders = keyHeaders
@@ -40,28 +44,7 @@ final class Committer: Sendable {
 
     // MARK: - Fetched answers
 
-    /// Why a fetched answer was not stored.
-    enum NotStoredReason: Sendable, Equatable {
-        /// Its status is not storable.
-        case status
-        /// `206 Partial Content`: part of a resource, never what a later request wants.
-        case partialContent
-        /// `Vary: *` (the header override was off or did not apply).
-        case variesOnEverything
-        /// It sets a cookie.
-        case setsCookie
-        /// `Cache-Control: no-store` (the header override was off or did not apply).
-        case noStore
-        /// Larger than the largest entry allowed.
-        case tooLarge
-        /// Its key was invalidated, or a newer reload began, while it was in flight.
-        case superseded
-    }
-
-    enum Outcome: Sendable, Equatable {
-        case stored(changedBytes: Bool)
-        case notStored(NotStoredReason)
-    }
+    typealias NotStoredReason = CacheOutcome.NotStoredReason
 
     /// `response` as the transport reads it: through the header override when it applies (a
     /// no-op on what already came through it, so the decision does not depend on the loader),
@@ -75,14 +58,26 @@ final class Committer: Sendable {
 
     /// Stores a fetched answer (already ``prepared(_:)``) when it may be stored, and queues
     /// ``CacheChange/updated(_:)`` when its bytes changed. Call with the in-flight lock held.
-    func commitFetched(_ data: Data, response: URLResponse, for fetch: Fetch) -> Outcome {
+    func commitFetched(_ data: Data, response: URLResponse, for fetch: Fetch) -> CacheOutcome.Storage {
+        let storage = write(data, response: response, for: fetch)
+        if let url = fetch.request.url {
+            switch storage {
+            case .stored(let changedBytes): reporter.stored(url, bytes: data.count, changedBytes: changedBytes)
+            case .notStored(let reason): reporter.notStored(url, reason)
+            }
+        }
+        return storage
+    }
+
+    private func write(_ data: Data, response: URLResponse, for fetch: Fetch) -> CacheOutcome.Storage {
         if let reason = reasonNotToStore(response) { return .notStored(reason) }
-        guard fetch.storesResult else { return .notStored(.superseded) }
+        if let superseded = fetch.supersededBecause { return .notStored(superseded) }
         guard let entry = entry(data, response: response, for: fetch) else { return .notStored(.variesOnEverything) }
         switch store.write(entry, for: fetch.key) {
-        case .stored(let changedBytes):
+        case .stored(let changedBytes, let evicted):
             store.record { $0.stores += 1 }
             if changedBytes, let url = URL(string: fetch.key.url) { broadcaster.enqueue(.updated(url)) }
+            reporter.evicted(evicted)
             return .stored(changedBytes: changedBytes)
         case .tooLarge, .replacedEntryGone:
             return .notStored(.tooLarge)
@@ -92,52 +87,55 @@ final class Committer: Sendable {
     /// Takes a `304 Not Modified` for `validated`, the entry `fetch` asked the origin to confirm:
     /// the stored headers are updated (``NotModifiedMerge``), its `Vary` selects from now on, and
     /// its age restarts. Call with the in-flight lock held.
-    /// - Returns: the stored body and the response for the fetch's callers (which carries the
-    ///   304's `Set-Cookie`, never stored), or nil when `validated` is no longer stored.
+    /// - Returns: the stored body, the response for the fetch's callers (which carries the 304's
+    ///   `Set-Cookie`, never stored) and what became of the entry, or nil when `validated` is no
+    ///   longer stored.
     func commitNotModified(_ notModified: HTTPURLResponse, confirming validated: StoredResponse, for fetch: Fetch)
-        -> (Data, URLResponse)?
+        -> (data: Data, response: URLResponse, storage: CacheOutcome.Storage)?
     {
         let merged = NotModifiedMerge.merge(
             validated.response, with: prepared(notModified) as? HTTPURLResponse ?? notModified)
-        guard fetch.storesResult else {
+        let answer = { (storage: CacheOutcome.Storage) in (validated.data, merged.answered, storage) }
+        if let superseded = fetch.supersededBecause {
             // Superseded by a newer reload: the body is confirmed, but the store is not this
             // fetch's to change.
             guard store.state.withLock({ $0.holds(validated, for: fetch.key) }) else { return nil }
             store.record { $0.notModified += 1 }
-            return (validated.data, merged.answered)
+            return answer(.notStored(superseded))
         }
-        guard reasonNotToStore(merged.stored) == nil,
-            let updated = entry(validated.data, response: merged.stored, for: fetch)
-        else {
+        let unstorable = reasonNotToStore(merged.stored)
+        guard unstorable == nil, let updated = entry(validated.data, response: merged.stored, for: fetch) else {
             // The origin now says the representation may not be stored (`no-store`) or varies on
             // everything: it answers this exchange, and no other request.
-            return store.remove(validated, for: fetch.key) ? (validated.data, merged.answered) : nil
+            let reason = unstorable ?? .variesOnEverything
+            return store.remove(validated, for: fetch.key) ? answer(.notStored(reason)) : nil
         }
         switch store.write(updated, for: fetch.key, replacing: validated) {
-        case .stored:
+        case .stored(_, let evicted):
             store.record { $0.notModified += 1 }
-            return (validated.data, merged.answered)
+            reporter.evicted(evicted)
+            return answer(.stored(changedBytes: false))
         case .replacedEntryGone:
             return nil
         case .tooLarge:
             _ = store.remove(validated, for: fetch.key)
-            return (validated.data, merged.answered)
+            return answer(.notStored(.tooLarge))
         }
     }
 
     /// Why `response` must not be stored, or nil when it may be.
     private func reasonNotToStore(_ response: URLResponse) -> NotStoredReason? {
-        guard let http = response as? HTTPURLResponse else { return .status }
+        guard let http = response as? HTTPURLResponse else { return .status(0) }
         // A partial answer is never the whole resource a later request wants, and a 304 has no
         // body of its own, whatever the storable statuses say.
         if http.statusCode == 206 { return .partialContent }
-        if http.statusCode == 304 { return .status }
+        if http.statusCode == 304 { return .status(304) }
         let storable =
             storableStatusCodes.contains(http.statusCode)
             // HTTP caching stores any final status that states its own freshness.
             || (policy.followsHTTPCaching && (200..<600).contains(http.statusCode)
                 && FreshnessPolicy.hasExplicitFreshness(http))
-        guard storable else { return .status }
+        guard storable else { return .status(http.statusCode) }
         // A response that sets a cookie starts or changes a session: it belongs to the exchange
         // that received it, and a later request (perhaps after a sign-out, with the same key
         // headers) must not be handed that session, whatever the header override says.
@@ -149,15 +147,19 @@ final class Committer: Sendable {
         return nil
     }
 
-    /// The entry for an answer `fetch` brought, or nil when its `Vary` is `*`.
+    /// The entry for an answer `fetch` brought, or nil when its `Vary` is `*`. Its response
+    /// carries the outcome of a fresh answer from memory, so that a hit hands it over as it is.
     private func entry(_ data: Data, response: URLResponse, for fetch: Fetch) -> StoredResponse? {
         let names = Vary.names(of: response)
         guard !names.contains("*"), let url = fetch.request.url else { return nil }
         let http = response as? HTTPURLResponse
+        let stored =
+            (response as? TransportHTTPURLResponse)?.outcome == .fresh
+            ? response : HTTPResponseBuilder.answer(response, outcome: .fresh)
         return StoredResponse(
             key: fetch.key,
             data: data,
-            response: response,
+            response: stored,
             selector: Vary.selector(
                 names: names, requestFields: fetch.request.allHTTPHeaderFields, keyHeaders: keyHeaders),
             cost: Self.cost(of: data, response: http, key: fetch.key),
@@ -190,6 +192,7 @@ final class Committer: Sendable {
         inFlight.withLock { machine in
             machine.detach(where: matches)
             let removed = store.removeAll(where: matches)
+            reporter.invalidated(removed)
             if let change = change(removed) { broadcaster.enqueue(change) }
         }
         publishQueuedChanges()
@@ -201,6 +204,7 @@ final class Committer: Sendable {
         inFlight.withLock { _ in
             let removed = store.trim(for: pressure)
             guard !removed.isEmpty else { return }
+            reporter.evicted(removed)
             switch pressure {
             case .warning: broadcaster.enqueue(.invalidated(urls: Self.urls(of: removed.map(\.url)), endpoint: nil))
             case .critical: broadcaster.enqueue(.cleared)

@@ -18,48 +18,10 @@ enum Plan {
     /// the network (RFC 9111 section 5.2.1.7).
     case gatewayTimeout(URL)
 
-    /// Why an answer comes from memory.
-    enum MemoryReason: Sendable, Equatable {
-        /// The entry is fresh.
-        case fresh
-        /// The entry is stale, and the request accepts that (its `max-stale`, or its policy).
-        case staleAccepted
-        /// Within the entry's stale-while-revalidate window; a background revalidation starts.
-        case staleWhileRevalidate
-    }
-
-    /// Why a request is fetched.
-    enum FetchReason: Sendable, Equatable {
-        /// Nothing usable is stored for its key and variant.
-        case noEntry
-        /// The stored entry is stale.
-        case expired
-        /// Its policy ignores the stored entry (`reloadIgnoringLocalCacheData` and the others).
-        case reloadPolicy
-        /// Its own `Cache-Control: no-cache`, `max-age=0` or `Pragma: no-cache` asks to revalidate.
-        case requestRevalidates
-        /// ``CachedTransport/refresh(_:)``.
-        case refresh
-    }
-
-    /// Why a request is sent as it is.
-    enum SendReason: Sendable, Equatable {
-        /// An http(s) request that is not GET or HEAD: never stored, and it invalidates what it
-        /// changed when it succeeds.
-        case unsafeMethod
-        /// Not http or https, whatever the method.
-        case notHTTP
-        /// A bypass: the request's own headers keep it out of the store.
-        case bypass(BypassReason)
-    }
-
-    /// Why a GET or HEAD bypasses the store and coalescing.
-    enum BypassReason: Sendable, Equatable {
-        /// Its own `If-*` or `Range` fields: the answer (`304`, `206`, `412`) is its own.
-        case requestConditions
-        /// Its own `Cache-Control: no-store`.
-        case requestNoStore
-    }
+    // The reasons are the public ones a caller reads in its answer's ``CacheOutcome``.
+    typealias MemoryReason = CacheOutcome.MemoryReason
+    typealias FetchReason = CacheOutcome.FetchReason
+    typealias SendReason = CacheOutcome.PassThroughReason
 }
 
 /// A stored answer the planner chose. Small, as a hit carries it: the request it answers stays
@@ -69,6 +31,9 @@ struct MemoryAnswer {
     /// The response to hand over: the entry's, marked or aged as the reason requires.
     let response: URLResponse
     let reason: Plan.MemoryReason
+    /// Whether anyone listens to the transport's ``CachedTransport/events()``, read under the
+    /// lock the lookup held anyway.
+    let isObserved: Bool
 
     var data: Data { entry.data }
 }
@@ -109,7 +74,7 @@ final class FetchPlan: Sendable {
 
     var sharing: Sharing {
         switch reason {
-        case .noEntry, .expired: .any
+        case .noEntry, .expired, .invalidated, .evicted, .noMatchingVariant: .any
         case .reloadPolicy, .requestRevalidates: .reloads
         case .refresh: .none
         }

@@ -21,7 +21,7 @@ struct RequestPlanner: Sendable {
     func plan(_ request: URLRequest, refreshing: Bool = false) throws -> Plan {
         guard let url = request.url else {
             store.record { $0.requests += 1 }
-            throw URLError(.badURL)
+            throw URLError(.badURL).carrying(CacheOutcome(source: .passedThrough(.notHTTP)))
         }
         let method = request.httpMethod ?? "GET"
         let fields = request.allHTTPHeaderFields
@@ -32,7 +32,7 @@ struct RequestPlanner: Sendable {
             return send(request, url: url, because: .unsafeMethod)
         }
         let directives = RequestDirectives(fields)
-        if let bypass = directives.bypass { return send(request, url: url, because: .bypass(bypass)) }
+        if let bypass = directives.bypass { return send(request, url: url, because: bypass) }
 
         let acceptance: FreshnessPolicy.Acceptance
         let reloadReason: Plan.FetchReason?
@@ -62,9 +62,9 @@ struct RequestPlanner: Sendable {
                 FetchPlan(request: request, key: key, fields: fields, reason: reloadReason, acceptance: acceptance))
         }
 
-        var foundStale = false
+        var missReason = Plan.FetchReason.noEntry
         if let answer = memoryAnswer(
-            key: key, fields: fields, acceptance: acceptance, isPlanning: true, foundStale: &foundStale)
+            key: key, fields: fields, acceptance: acceptance, isPlanning: true, missReason: &missReason)
         {
             return .memory(answer)
         }
@@ -73,29 +73,34 @@ struct RequestPlanner: Sendable {
             return .gatewayTimeout(url)
         }
         return .fetch(
-            FetchPlan(
-                request: request, key: key, fields: fields, reason: foundStale ? .expired : .noEntry,
-                acceptance: acceptance))
+            FetchPlan(request: request, key: key, fields: fields, reason: missReason, acceptance: acceptance))
     }
 
     /// The stored answer `plan` may take now instead of fetching: a fetch of its key may have
     /// completed between its plan and its joining. Only a fresh (or accepted) entry answers here.
     func storedAnswer(for plan: FetchPlan) -> MemoryAnswer? {
-        var foundStale = false
+        var missReason = Plan.FetchReason.noEntry
         return memoryAnswer(
             key: plan.key, fields: plan.fields, acceptance: plan.acceptance, isPlanning: false,
-            foundStale: &foundStale)
+            missReason: &missReason)
     }
 
     /// The stored entry a request with `fields` may be answered with after its fetch for `key`
     /// failed with `error`, marked stale, when ``answersStaleOnError`` and the error is a
-    /// connectivity failure.
-    func answerAfterFailure(of key: CacheKey, fields: [String: String]?, error: any Error) -> (Data, URLResponse)? {
+    /// connectivity failure. Its outcome is `outcome` from memory, stale after `error`.
+    func answerAfterFailure(
+        of key: CacheKey, fields: [String: String]?, error: any Error, outcome: CacheOutcome
+    ) -> (Data, URLResponse)? {
         guard answersStaleOnError, let error = error as? URLError, Self.connectivityErrors.contains(error.code),
             let stored = store.peek(key, selectedBy: fields), policy.mayAnswerAfterFailure(stored)
         else { return nil }
         store.record { $0.staleAnswers += 1 }
-        return (stored.data, HTTPResponseBuilder.stale(stored.response, value: String(error.code.rawValue)))
+        var outcome = outcome
+        outcome.source = .memory(.staleAfterFailure(error))
+        outcome.storage = nil
+        let response = HTTPResponseBuilder.stale(
+            stored.response, value: String(error.code.rawValue), outcome: outcome)
+        return (stored.data, response)
     }
 
     /// The connectivity failures after which a stored entry may answer.
@@ -107,42 +112,71 @@ struct RequestPlanner: Sendable {
     /// The entry of `key` that a request with `fields` may be answered with, judged by the policy
     /// in the store's lookup. When `isPlanning`, the lookup counts the request, and a stale-window
     /// entry answers; otherwise (a recheck before a fetch starts) only a fresh or accepted one does.
+    /// Without an answer, `missReason` says why the request must be fetched.
     private func memoryAnswer(
         key: CacheKey,
         fields: [String: String]?,
         acceptance: FreshnessPolicy.Acceptance,
         isPlanning: Bool,
-        foundStale: inout Bool
+        missReason: inout Plan.FetchReason
     ) -> MemoryAnswer? {
-        let found = store.lookup(key, selectedBy: fields) { entry, statistics -> (Plan.MemoryReason, URLResponse)? in
+        let found = store.lookup(key, selectedBy: fields) {
+            found, statistics -> (reason: Plan.MemoryReason, response: URLResponse)? in
             if isPlanning { statistics.requests += 1 }
-            guard let entry else { return nil }
+            let entry: StoredResponse
+            switch found {
+            case .entry(let selected): entry = selected
+            case .noMatchingVariant:
+                missReason = .noMatchingVariant
+                return nil
+            case .absent(let departure):
+                switch departure {
+                case .invalidated: missReason = .invalidated
+                case .evicted: missReason = .evicted
+                case nil: missReason = .noEntry
+                }
+                return nil
+            }
             let reason: Plan.MemoryReason
             switch policy.verdict(for: entry, acceptance: acceptance) {
             case .fresh: reason = .fresh
             case .staleAccepted: reason = .staleAccepted
             case .staleWhileRevalidate where isPlanning: reason = .staleWhileRevalidate
             case .staleWhileRevalidate, .stale:
-                foundStale = true
+                missReason = .expired
                 return nil
             }
             statistics.memoryHits += 1
-            guard reason == .staleWhileRevalidate else { return (reason, entry.response) }
-            statistics.staleWindowAnswers += 1
-            // Made once per entry, under the store's lock that guards the cached copy.
-            if let marked = entry.staleWindowResponse { return (reason, marked) }
-            let marked = HTTPResponseBuilder.stale(entry.response, value: CachedTransport.revalidatingStaleValue)
-            entry.staleWindowResponse = marked
-            return (reason, marked)
+            entry.hits += 1
+            // Each reason's response is made once per entry, under the store's lock that guards
+            // the copies kept on the entry.
+            switch reason {
+            case .fresh:
+                return (reason, entry.response)
+            case .staleWhileRevalidate:
+                statistics.staleWindowAnswers += 1
+                if let marked = entry.staleWindowResponse { return (reason, marked) }
+                let marked = HTTPResponseBuilder.stale(
+                    entry.response, value: CachedTransport.revalidatingStaleValue,
+                    outcome: CacheOutcome(source: .memory(reason)))
+                entry.staleWindowResponse = marked
+                return (reason, marked)
+            case .staleAccepted, .staleAfterFailure:
+                if let marked = entry.staleAcceptedResponse { return (reason, marked) }
+                let marked = HTTPResponseBuilder.answer(entry.response, outcome: CacheOutcome(source: .memory(reason)))
+                entry.staleAcceptedResponse = marked
+                return (reason, marked)
+            }
         }
-        guard let (entry, (reason, response)) = found else { return nil }
-        var answered = response
+        guard let (entry, verdict, isObserved) = found else { return nil }
+        var answered = verdict.response
         if let age = policy.age(of: entry) {
             // RFC 9111 section 5.1: an answer from a cache says how old it is.
             answered = HTTPResponseBuilder.response(
-                response, setting: "Age", to: String(max(0, age.components.seconds)))
+                answered, setting: "Age", to: String(max(0, age.components.seconds)),
+                outcome: CacheOutcome(source: .memory(verdict.reason)))
         }
-        return MemoryAnswer(entry: entry, response: answered, reason: reason)
+        return MemoryAnswer(entry: entry, response: answered, reason: verdict.reason, isObserved: isObserved)
     }
 
     private func send(_ request: URLRequest, url: URL, because reason: Plan.SendReason) -> Plan {

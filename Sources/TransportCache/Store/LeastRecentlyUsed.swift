@@ -46,10 +46,10 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
 
     /// Charges `key`'s value `amount` more (less when negative), marks it the most recently used,
     /// and evicts the least recently used other values until the budget holds.
-    /// - Returns: how many values were evicted, or nil when `key` has no value or its new cost
+    /// - Returns: the keys of the values evicted, or nil when `key` has no value or its new cost
     ///   alone would exceed the budget (then nothing changes).
     /// - Complexity: O(1) plus O(1) per evicted value.
-    mutating func addCost(_ amount: Int, forKey key: Key) -> Int? {
+    mutating func addCost(_ amount: Int, forKey key: Key) -> [Key]? {
         guard let position = index[key], slots[position].cost + amount <= capacity else { return nil }
         slots[position].cost += amount
         totalCost += amount
@@ -94,12 +94,12 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
 
     /// Stores `value`, replacing any value for `key`, then evicts least recently used values until
     /// the budget holds. A value whose cost alone exceeds the budget is not stored.
-    /// - Returns: the replaced value, and how many other values were evicted.
+    /// - Returns: the replaced value, and the keys of the other values evicted.
     /// - Complexity: amortised O(1) plus O(1) per evicted value.
     @discardableResult
-    mutating func setValue(_ value: Value, forKey key: Key, cost: Int) -> (replaced: Value?, evicted: Int) {
+    mutating func setValue(_ value: Value, forKey key: Key, cost: Int) -> (replaced: Value?, evicted: [Key]) {
         let replaced = removeValue(forKey: key)
-        guard cost <= capacity else { return (replaced, 0) }
+        guard cost <= capacity else { return (replaced, []) }
         let position: Int
         let slot = Slot(key: key, value: value, cost: cost, older: -1, newer: -1)
         if let free = freeSlots.popLast() {
@@ -135,13 +135,15 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         return doomed
     }
 
-    private mutating func evictToBudget() -> Int {
-        var evicted = 0
+    private mutating func evictToBudget() -> [Key] {
+        var evicted: [Key] = []
         while totalCost > capacity, oldest >= 0 {
             let position = oldest
-            if let key = slots[position].key { index.removeValue(forKey: key) }
+            if let key = slots[position].key {
+                index.removeValue(forKey: key)
+                evicted.append(key)
+            }
             release(position)
-            evicted += 1
         }
         return evicted
     }

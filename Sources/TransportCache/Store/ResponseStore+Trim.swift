@@ -19,6 +19,7 @@ extension ResponseStore {
             let limit = pressure == .warning ? state.entries.capacity / 2 : 0
             let removed = state.entries.removeLeastRecentlyUsed(untilTotalCostIsAtMost: limit)
             state.statistics.evictions += removed.count
+            for key in removed { state.departures.record(key, .evicted) }
             state.syncGauges()
             return removed
         }

@@ -10,6 +10,11 @@ final class ResponseStore: Sendable {
     struct State {
         var entries: LeastRecentlyUsed<CacheKey, StoredVariants>
         var statistics = CacheStatistics()
+        /// Why keys recently left.
+        var departures = Departures()
+        /// Whether anyone listens to the transport's events: kept here, so that a hit reads it
+        /// under the lock it takes anyway.
+        var isObserved = false
 
         mutating func syncGauges() {
             statistics.bytesHeld = entries.totalCost
@@ -35,29 +40,44 @@ final class ResponseStore: Sendable {
         self.maximumVariants = max(1, maximumVariants)
     }
 
-    /// Hands `judge` the variant of `key` that a request with `requestFields` selects (nil when
-    /// none), with the counters to update; a variant it accepts becomes the most recently used.
-    /// - Returns: the accepted variant and the verdict.
+    /// What a lookup found for a request.
+    enum Found {
+        /// The variant the request selects.
+        case entry(StoredResponse)
+        /// Variants are stored for the key, none for the request's field values.
+        case noMatchingVariant
+        /// Nothing is stored for the key; it left recently for the reason given, if any.
+        case absent(Departures.Reason?)
+    }
+
+    /// Hands `judge` what `key` holds for a request with `requestFields`, with the counters to
+    /// update; a variant it accepts becomes the most recently used.
+    /// - Returns: the accepted variant, the verdict, and whether anyone listens to the transport's
+    ///   events (read under the same lock).
     /// - Complexity: O(1): one hash lookup under the lock, plus a scan of the key's few variants
     ///   when its responses select on request fields.
     func lookup<Verdict>(
         _ key: CacheKey,
         selectedBy requestFields: [String: String]?,
-        judge: (StoredResponse?, inout CacheStatistics) -> Verdict?
-    ) -> (entry: StoredResponse, verdict: Verdict)? {
+        judge: (Found, inout CacheStatistics) -> Verdict?
+    ) -> (entry: StoredResponse, verdict: Verdict, isObserved: Bool)? {
         state.withLock { state in
             var found: (entry: StoredResponse, verdict: Verdict)?
             var judged = false
             _ = state.entries.value(forKey: key) { variants in
                 judged = true
-                let selected = variants.selected(by: requestFields)
-                guard let verdict = judge(selected, &state.statistics), let selected else { return false }
+                guard let selected = variants.selected(by: requestFields) else {
+                    _ = judge(.noMatchingVariant, &state.statistics)
+                    return false
+                }
+                guard let verdict = judge(.entry(selected), &state.statistics) else { return false }
                 variants.markUsed(selected)
                 found = (selected, verdict)
                 return true
             }
-            if !judged { _ = judge(nil, &state.statistics) }
-            return found
+            if !judged { _ = judge(.absent(state.departures.reason(for: key)), &state.statistics) }
+            guard let found else { return nil }
+            return (found.entry, found.verdict, state.isObserved)
         }
     }
 
@@ -69,7 +89,8 @@ final class ResponseStore: Sendable {
 
     enum WriteResult: Equatable {
         /// Stored; `changedBytes` is false when the same body was already held for the variant.
-        case stored(changedBytes: Bool)
+        /// `evicted`: the other keys evicted to make room.
+        case stored(changedBytes: Bool, evicted: [CacheKey])
         /// Larger than the largest entry allowed: not stored.
         case tooLarge
         /// The entry to replace is no longer held (invalidated, evicted or replaced meanwhile).
@@ -115,9 +136,11 @@ final class ResponseStore: Sendable {
                 }
             }
             let (_, evicted) = state.entries.setValue(StoredVariants(variants), forKey: key, cost: cost)
-            state.statistics.evictions += evicted + dropped
+            state.statistics.evictions += evicted.count + dropped
+            state.departures.forget(key)
+            for key in evicted { state.departures.record(key, .evicted) }
             state.syncGauges()
-            return .stored(changedBytes: !sameBytes)
+            return .stored(changedBytes: !sameBytes, evicted: evicted)
         }
     }
 
@@ -145,6 +168,7 @@ final class ResponseStore: Sendable {
         state.withLock { state in
             let removed = state.entries.removeAll { key, _ in predicate(key) }
             state.statistics.invalidations += removed.count
+            for key in removed { state.departures.record(key, .invalidated) }
             state.syncGauges()
             return removed
         }

@@ -8,13 +8,15 @@ import FoundationNetworking
 ///
 /// A class, so that a hit takes it out of the store with one retain rather than copying each field.
 ///
-/// `@unchecked Sendable` is safe here: every stored property but ``decoded`` and
-/// ``staleWindowResponse`` is an immutable `let` of a Sendable type, and those two are only read
-/// or written while the owning ``ResponseStore``'s lock is held.
+/// `@unchecked Sendable` is safe here: every stored property but ``decoded``, ``hits`` and the
+/// marked responses is an immutable `let` of a Sendable type, and those are only read or written
+/// while the owning ``ResponseStore``'s lock is held.
 final class StoredResponse: @unchecked Sendable {
     /// The key it is stored under.
     let key: CacheKey
     let data: Data
+    /// The response, carrying the outcome of a fresh answer from memory, which a hit hands over
+    /// as it is.
     let response: URLResponse
     /// The request field values it was fetched with that a later request must share.
     let selector: VariantSelector
@@ -41,6 +43,12 @@ final class StoredResponse: @unchecked Sendable {
     /// ``response`` marked as a stale-window answer, made on the first such answer and kept.
     /// Guarded by the store's lock.
     var staleWindowResponse: URLResponse?
+    /// ``response`` carrying the outcome of a stale answer the request accepted, made on the first
+    /// such answer and kept. Guarded by the store's lock.
+    var staleAcceptedResponse: URLResponse?
+    /// The requests it answered. Guarded by the store's lock; unchecked for the reason given on
+    /// ``StoredVariants/all``.
+    @exclusivity(unchecked) var hits = 0
 
     init(
         key: CacheKey,

@@ -58,6 +58,7 @@ public actor CachedTransport {
 
     nonisolated var store: ResponseStore { planner.store }
     nonisolated var broadcaster: ChangeBroadcaster { committer.broadcaster }
+    nonisolated var reporter: TransportEvents { committer.reporter }
 
     /// Makes a transport with its own URLSession and memory store.
     ///
@@ -82,7 +83,8 @@ public actor CachedTransport {
             ))
     }
 
-    init(configuration: Configuration, loader: any NetworkLoading) {
+    /// Makes a transport that loads through `loader` (an in-process origin, for tests).
+    package init(configuration: Configuration, loader: any NetworkLoading) {
         let keyHeaders = KeyHeaders(extra: configuration.keyHeaders)
         let policy = FreshnessPolicy(configuration)
         let store = ResponseStore(
@@ -94,6 +96,7 @@ public actor CachedTransport {
         let committer = Committer(
             store: store,
             broadcaster: ChangeBroadcaster(bufferLimit: configuration.changeBufferLimit),
+            reporter: TransportEvents(bufferLimit: configuration.changeBufferLimit, store: store),
             inFlight: inFlight,
             policy: policy,
             keyHeaders: keyHeaders,
@@ -141,15 +144,42 @@ public actor CachedTransport {
     ///   revalidates: the stored entry is not used without asking the origin, and the answer is
     ///   stored, as for a reload policy.
     ///
+    /// Every answer carries its ``CacheOutcome``: read it as `response.cacheOutcome`, or call
+    /// ``response(for:)``.
+    ///
     /// - Throws: the `URLError` of a failed fetch (reaching every caller of a shared fetch);
     ///   `URLError(.resourceUnavailable)` for `returnCacheDataDontLoad` without a stored entry;
     ///   `CancellationError` when the calling task is cancelled; `URLError(.badURL)` without a URL.
+    ///   Each `URLError` carries the outcome of the attempt as `error.cacheOutcome`.
     public nonisolated(nonsending) func data(for request: URLRequest) async throws -> (Data, URLResponse) {
         let plan = try planner.plan(request)
         // A hit returns without entering another async function, whose frame would come from the
         // task allocator: the path that must cost least runs as plain calls.
-        if case .memory(let answer) = plan { return answered(answer, to: request) }
+        if case .memory(let answer) = plan {
+            if answer.isObserved { reporter.answered(request.url, answer.response) }
+            return answered(answer, to: request)
+        }
         return try await perform(plan, of: request)
+    }
+
+    /// Loads `request` as ``data(for:)`` does, and returns the answer with its ``CacheOutcome``:
+    /// where it came from and why.
+    ///
+    /// ```swift
+    /// let (data, response, outcome) = try await transport.response(for: request)
+    /// if !outcome.isFromMemory { print("\(request.url!): \(outcome)") }
+    /// ```
+    ///
+    /// - Throws: the errors of ``data(for:)``; `URLError(.badServerResponse)` when a request to
+    ///   another scheme passed through and its answer is not HTTP.
+    public nonisolated(nonsending) func response(for request: URLRequest) async throws -> (
+        Data, HTTPURLResponse, CacheOutcome
+    ) {
+        let (data, response) = try await data(for: request)
+        guard let http = response as? TransportHTTPURLResponse, let outcome = http.outcome else {
+            throw URLError(.badServerResponse).carrying(CacheOutcome(source: .passedThrough(.notHTTP)))
+        }
+        return (data, http, outcome)
     }
 
     /// Loads `url` with a plain GET request; see ``data(for:)``.
@@ -176,20 +206,47 @@ public actor CachedTransport {
         return (answer.data, answer.response)
     }
 
-    /// Carries out `plan` for `request`: the one place each kind of plan is performed.
+    /// Carries out `plan` for `request`: the one place each kind of plan is performed, and its
+    /// answer or failure reported to ``events()``.
     nonisolated(nonsending) func perform(_ plan: Plan, of request: URLRequest) async throws -> (Data, URLResponse) {
-        switch plan {
-        case .memory(let answer):
-            return answered(answer, to: request)
-        case .fetch(let fetchPlan):
-            return try await fetch(fetchPlan)
-        case .send(let sendPlan):
-            return try await send(sendPlan)
-        case .unavailable:
-            throw URLError(.resourceUnavailable)
-        case .gatewayTimeout(let url):
-            return (Data(), HTTPResponseBuilder.response(url: url, statusCode: 504, fields: [:]))
+        do {
+            let answer: (Data, URLResponse)
+            switch plan {
+            case .memory(let memory):
+                answer = answered(memory, to: request)
+            case .fetch(let fetchPlan):
+                answer = try await fetch(fetchPlan)
+            case .send(let sendPlan):
+                answer = try await send(sendPlan)
+            case .unavailable:
+                throw URLError(.resourceUnavailable).carrying(CacheOutcome(source: .cacheOnlyMiss))
+            case .gatewayTimeout(let url):
+                answer = (
+                    Data(),
+                    HTTPResponseBuilder.response(
+                        url: url, statusCode: 504, headerFields: HeaderFields(),
+                        outcome: CacheOutcome(source: .cacheOnlyMiss))
+                )
+            }
+            reporter.answered(request.url, answer.1)
+            return answer
+        } catch {
+            reporter.failed(request.url, error)
+            throw error
         }
+    }
+
+    /// A new stream of what the transport does: each request answered or failed (with its
+    /// ``CacheOutcome``), each fetch started and ended, each answer stored or not, entries evicted
+    /// and invalidated, bodies decoded. See ``CacheEvent``.
+    ///
+    /// For logs and debug tools: it is bounded like ``changes()`` (at most
+    /// ``Configuration/changeBufferLimit`` undelivered events, the oldest dropped), and the
+    /// transport never waits for it. While no stream is registered, nothing is made or reported,
+    /// and a hit pays one branch. A stream unregisters itself when its consumer stops or it is
+    /// dropped.
+    public nonisolated func events() -> AsyncStream<CacheEvent> {
+        reporter.subscribe()
     }
 
     /// A new stream of every change to what the transport holds, in the order the changes
@@ -232,20 +289,23 @@ public actor CachedTransport {
         store.record {
             $0.requests += 1
             $0.networkFetches += 1
-            if case .bypass = plan.reason { $0.bypasses += 1 }
+            if plan.reason == .requestConditions || plan.reason == .requestNoStore { $0.bypasses += 1 }
         }
+        let sentAt = ContinuousClock.now
         let answer: (Data, URLResponse)
         do {
             answer = try await loader.load(plan.request)
         } catch {
             if Task.isCancelled { throw CancellationError() }
-            throw error
+            let outcome = CacheOutcome(source: .passedThrough(plan.reason), networkDuration: .now - sentAt)
+            throw error.carrying(outcome)
         }
+        let outcome = CacheOutcome(source: .passedThrough(plan.reason), networkDuration: .now - sentAt)
         if plan.reason == .unsafeMethod, let response = answer.1 as? HTTPURLResponse,
             (200..<400).contains(response.statusCode)
         {
             invalidateTargets(of: plan.url, response: response)
         }
-        return answer
+        return (answer.0, HTTPResponseBuilder.answer(answer.1, outcome: outcome))
     }
 }

@@ -152,11 +152,12 @@ extension CachedTransport {
         let valueKey = DecodedValueKey(type, decoder: decoder)
         switch plan {
         case .memory(let answer):
+            if answer.isObserved { reporter.answered(url, answer.response) }
             _ = answered(answer, to: request)
             return try await sharedDecode(
                 type, of: answer.entry, key: answer.entry.key, valueKey: valueKey, url: url, decoder: decoder)
         case .fetch(let fetchPlan):
-            let (data, response) = try await fetch(fetchPlan)
+            let (data, response) = try await perform(plan, of: request)
             if let entry = store.peek(fetchPlan.key, selectedBy: fetchPlan.fields), entry.data == data {
                 return try await sharedDecode(
                     type, of: entry, key: fetchPlan.key, valueKey: valueKey, url: url, decoder: decoder)
@@ -236,7 +237,9 @@ extension CachedTransport {
         }
         store.record { $0.decodes += 1 }
         do {
-            return try decoder.decode(type, from: data)
+            let value = try decoder.decode(type, from: data)
+            reporter.decoded(url, type: type)
+            return value
         } catch {
             throw ValueDecodingError(.decodingFailed, type: type, url: url, statusCode: status, underlyingError: error)
         }

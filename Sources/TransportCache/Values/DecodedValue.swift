@@ -240,7 +240,8 @@ extension ResponseStore {
                     let evicted = state.entries.addCost(cost - dropped.cost, forKey: key)
                 {
                     entry.decoded = values
-                    state.statistics.evictions += evicted
+                    state.statistics.evictions += evicted.count
+                    for key in evicted { state.departures.record(key, .evicted) }
                     state.statistics.decodedEvictions += dropped.dropped
                     state.syncGauges()
                 }

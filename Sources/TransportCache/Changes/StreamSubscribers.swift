@@ -1,0 +1,62 @@
+/// The subscribers of one kind of stream a transport offers (``CachedTransport/changes()``,
+/// ``CachedTransport/events()``), each with its filter.
+///
+/// Registration is synchronous, so a stream hears everything yielded after the call that made it
+/// returned. Each stream keeps at most ``bufferLimit`` undelivered elements, dropping the oldest,
+/// and unregisters itself when its consumer stops iterating or it is dropped; the rest are
+/// finished when the registry goes away.
+final class StreamSubscribers<Element: Sendable, Filter: Sendable>: Sendable {
+    struct Subscriber {
+        let continuation: AsyncStream<Element>.Continuation
+        let filter: Filter
+    }
+
+    private struct State {
+        var byID: [Int: Subscriber] = [:]
+        var lastID = 0
+    }
+
+    private let state = Locked(State())
+    let bufferLimit: Int
+    /// Called with the new count whenever a stream registers or unregisters, under the registry's
+    /// lock, so that calls arrive in the order the count changed.
+    private let countChanged: (@Sendable (Int) -> Void)?
+
+    init(bufferLimit: Int, countChanged: (@Sendable (Int) -> Void)? = nil) {
+        self.bufferLimit = max(1, bufferLimit)
+        self.countChanged = countChanged
+    }
+
+    /// A new registered stream with `filter`.
+    func subscribe(_ filter: Filter) -> AsyncStream<Element> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: Element.self, bufferingPolicy: .bufferingNewest(bufferLimit))
+        let id = state.withLock { state in
+            state.lastID += 1
+            state.byID[state.lastID] = Subscriber(continuation: continuation, filter: filter)
+            countChanged?(state.byID.count)
+            return state.lastID
+        }
+        continuation.onTermination = { [weak self] _ in
+            guard let self else { return }
+            state.withLock { state in
+                guard state.byID.removeValue(forKey: id) != nil else { return }
+                countChanged?(state.byID.count)
+            }
+        }
+        return stream
+    }
+
+    /// The registered streams now; empty, without allocating, when there are none.
+    var current: [Subscriber] { state.withLock { $0.byID.isEmpty ? [] : Array($0.byID.values) } }
+
+    var count: Int { state.withLock { $0.byID.count } }
+
+    deinit {
+        let current = state.withLock { state in
+            defer { state.byID.removeAll() }
+            return Array(state.byID.values)
+        }
+        for subscriber in current { subscriber.continuation.finish() }
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(os)
+import os
+#endif
+
+/// Where a transport reports what it does: to the streams of ``CachedTransport/events()``, and on
+/// Apple platforms to the unified log and to signpost intervals around each fetch.
+///
+/// Nothing is made for a stream when none is registered: each report first asks whether anyone
+/// listens. A hit asks the store instead, under the lock its lookup holds anyway
+/// (``ResponseStore/State/isObserved``), so without a listener it pays one branch.
+///
+/// On Apple platforms the log's subsystem is `TransportCache`, category `transport`: a debug
+/// line per fetch, store and invalidation, and a `fetch` signpost interval per origin fetch, which
+/// Instruments shows beside the app's own intervals.
+final class TransportEvents: Sendable {
+    private let subscribers: StreamSubscribers<CacheEvent, Void>
+
+    #if canImport(os)
+    // Made where used rather than kept in a static: the system keeps one handle per subsystem and
+    // category, and a static would need each type's `Sendable` conformance in every SDK.
+    static var logger: Logger { Logger(subsystem: "TransportCache", category: "transport") }
+    static var signposter: OSSignposter { OSSignposter(logger: logger) }
+    #endif
+
+    init(bufferLimit: Int, store: ResponseStore) {
+        subscribers = StreamSubscribers(bufferLimit: bufferLimit) { count in
+            store.state.withLock { $0.isObserved = count > 0 }
+        }
+    }
+
+    func subscribe() -> AsyncStream<CacheEvent> {
+        subscribers.subscribe(())
+    }
+
+    /// Yields the event `make` returns to every stream, making it only when one is registered.
+    private func emit(_ make: () -> CacheEvent) {
+        let current = subscribers.current
+        guard !current.isEmpty else { return }
+        let event = make()
+        for subscriber in current { subscriber.continuation.yield(event) }
+    }
+
+    // MARK: - Requests
+
+    /// A request to `url` was answered with `response`.
+    func answered(_ url: URL?, _ response: URLResponse) {
+        guard let url, let outcome = response.cacheOutcome else { return }
+        emit { CacheEvent(url: url, kind: .answered(outcome)) }
+    }
+
+    /// A request to `url` failed with `error`.
+    func failed(_ url: URL?, _ error: any Error) {
+        guard let url else { return }
+        emit { CacheEvent(url: url, kind: .failed((error as? URLError)?.cacheOutcome, error)) }
+    }
+
+    // MARK: - Fetches
+
+    /// A fetch in progress, for its end to report.
+    struct FetchInterval: @unchecked Sendable {
+        // Unchecked: the signpost state is written once, here, and read once when the fetch ends.
+        let url: URL
+        let sentAt: ContinuousClock.Instant
+        #if canImport(os)
+        let signpost: OSSignpostIntervalState
+        #endif
+    }
+
+    /// A fetch of `url` is being sent.
+    func fetchStarted(_ url: URL, reason: CacheOutcome.FetchReason, conditional: Bool) -> FetchInterval {
+        emit { CacheEvent(url: url, kind: .fetchStarted(reason, conditional: conditional)) }
+        #if canImport(os)
+        let signposter = Self.signposter
+        let signpost = signposter.beginInterval(
+            "fetch", id: signposter.makeSignpostID(), "\(url.absoluteString, privacy: .public)")
+        Self.logger.debug(
+            "fetch \(url.absoluteString, privacy: .public): \(reason.description, privacy: .public)")
+        return FetchInterval(url: url, sentAt: .now, signpost: signpost)
+        #else
+        return FetchInterval(url: url, sentAt: .now)
+        #endif
+    }
+
+    /// The fetch `interval` ended with `result`. - Returns: how long it waited on the network.
+    func fetchEnded(_ interval: FetchInterval, with result: Result<(Data, URLResponse), any Error>) -> Duration {
+        let duration = ContinuousClock.now - interval.sentAt
+        var status: Int?
+        var bytes = 0
+        if case .success(let (data, response)) = result {
+            status = (response as? HTTPURLResponse)?.statusCode
+            bytes = data.count
+        }
+        emit { CacheEvent(url: interval.url, kind: .fetchEnded(status: status, bytes: bytes, duration: duration)) }
+        #if canImport(os)
+        Self.signposter.endInterval("fetch", interval.signpost, "status \(status ?? 0, privacy: .public)")
+        #endif
+        return duration
+    }
+
+    // MARK: - The store
+
+    func stored(_ url: URL, bytes: Int, changedBytes: Bool) {
+        emit { CacheEvent(url: url, kind: .stored(bytes: bytes, changedBytes: changedBytes)) }
+        #if canImport(os)
+        Self.logger.debug("stored \(url.absoluteString, privacy: .public): \(bytes, privacy: .public) bytes")
+        #endif
+    }
+
+    func notStored(_ url: URL, _ reason: CacheOutcome.NotStoredReason) {
+        emit { CacheEvent(url: url, kind: .notStored(reason)) }
+        #if canImport(os)
+        Self.logger.debug(
+            "not stored \(url.absoluteString, privacy: .public): \(reason.description, privacy: .public)")
+        #endif
+    }
+
+    func evicted(_ keys: [CacheKey]) {
+        guard !keys.isEmpty else { return }
+        report(keys, as: .evicted)
+    }
+
+    func invalidated(_ keys: [CacheKey]) {
+        guard !keys.isEmpty else { return }
+        report(keys, as: .invalidated)
+    }
+
+    func decoded(_ url: URL, type: Any.Type) {
+        emit { CacheEvent(url: url, kind: .decoded(type: String(describing: type))) }
+    }
+
+    private func report(_ keys: [CacheKey], as kind: CacheEvent.Kind) {
+        #if canImport(os)
+        let name = if case .evicted = kind { "evicted" } else { "invalidated" }
+        Self.logger.debug("\(name, privacy: .public) \(keys.count, privacy: .public) keys")
+        #endif
+        let current = subscribers.current
+        guard !current.isEmpty else { return }
+        for url in Committer.urls(of: keys.map(\.url)) {
+            let event = CacheEvent(url: url, kind: kind)
+            for subscriber in current { subscriber.continuation.yield(event) }
+        }
+    }
+}
