@@ -7,11 +7,14 @@ let package = Package(
     // `Duration` and `ContinuousClock` set the floor.
     platforms: [.macOS(.v13), .iOS(.v16), .tvOS(.v16), .watchOS(.v9), .visionOS(.v1)],
     products: [
-        .library(name: "TransportCache", targets: ["TransportCache"])
+        .library(name: "TransportCache", targets: ["TransportCache"]),
+        // For an app's tests: an in-process origin to drive a transport with no server.
+        .library(name: "TransportCacheTesting", targets: ["TransportCacheTesting"]),
     ],
     targets: [
         .target(name: "TransportCache"),
-        .testTarget(name: "TransportCacheTests", dependencies: ["TransportCache"]),
+        .target(name: "TransportCacheTesting", dependencies: ["TransportCache"]),
+        .testTarget(name: "TransportCacheTests", dependencies: ["TransportCache", "TransportCacheTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

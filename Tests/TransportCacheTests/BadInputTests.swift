@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Testing
 @testable import TransportCache
+import TransportCacheTesting
 
 @Suite("Bad input: odd URLs, headers and settings")
 struct BadInputTests {
@@ -17,7 +18,7 @@ struct BadInputTests {
             "ws://socket.example.com/feed",
         ])
     func otherSchemes(url: String) async throws {
-        let loader = TestLoader(gated: true)
+        let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader)
         let callers = (0..<3).map { _ in Task { try await transport.data(for: request(url)) } }
         await loader.waitForCalls(3)
@@ -55,7 +56,7 @@ struct BadInputTests {
 
     @Test("a relative URL given to the loader is not coalesced or stored")
     func relativeURLIsNotKeyed() async throws {
-        let loader = TestLoader(gated: true)
+        let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader)
         let callers = (0..<2).map { _ in Task { try await transport.data(for: request("items/7")) } }
         await loader.waitForCalls(2)
@@ -86,7 +87,7 @@ struct BadInputTests {
 
     @Test("the path keeps its case: /Items and /items are two entries")
     func pathCase() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let transport = makeTransport(loader: loader)
         let upper = try await transport.data(for: request("HTTPS://API.EXAMPLE.COM/Items")).0
         let lower = try await transport.data(for: request("https://api.example.com/items")).0
@@ -97,7 +98,7 @@ struct BadInputTests {
 
     @Test("credentials in the URL's user info are part of the key")
     func userInfo() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let transport = makeTransport(loader: loader)
         let alice = try await transport.data(for: request("https://alice:secret@api.example.com/me")).0
         let bob = try await transport.data(for: request("https://bob:secret@api.example.com/me")).0
@@ -108,7 +109,7 @@ struct BadInputTests {
 
     @Test("a 64 KB query is keyed whole, stored and charged against the budget")
     func hugeQuery() async throws {
-        let loader = TestLoader(respond: TestLoader.body(size: 10))
+        let loader = ScriptedOrigin(respond: ScriptedOrigin.body(size: 10))
         let transport = makeTransport(loader: loader)
         let query = String(repeating: "a", count: 64 * 1024)
         _ = try await transport.data(for: request("https://api.example.com/search?q=\(query)"))
@@ -122,11 +123,11 @@ struct BadInputTests {
 
     @Test("a body larger than the whole capacity reaches every coalesced caller intact and evicts nothing")
     func bodyBeyondCapacity() async throws {
-        let loader = TestLoader(
+        let loader = ScriptedOrigin(
             gated: true,
             respond: { request, call in
-                if request.url?.path == "/huge" { return try TestLoader.body(size: 300_000)(request, call) }
-                return try TestLoader.ok()(request, call)
+                if request.url?.path == "/huge" { return try ScriptedOrigin.body(size: 300_000)(request, call) }
+                return try ScriptedOrigin.ok()(request, call)
             }, holding: { $0.url?.path == "/huge" })
         let transport = makeTransport(loader: loader) {
             $0.memoryCapacity = 100_000
@@ -154,7 +155,7 @@ struct BadInputTests {
             (0, 0.1), (-1, 0.1), (Int.min, 1.0), (100_000, 0.0), (100_000, -3.0), (100_000, Double.nan),
         ])
     func degenerateCapacity(capacity: Int, share: Double) async throws {
-        let loader = TestLoader(gated: true)
+        let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader) {
             $0.memoryCapacity = capacity
             $0.maximumEntryShare = share
@@ -174,7 +175,7 @@ struct BadInputTests {
 
     @Test("a share above one is capped at the capacity")
     func shareAboveOne() async throws {
-        let loader = TestLoader(respond: TestLoader.body(size: 150_000))
+        let loader = ScriptedOrigin(respond: ScriptedOrigin.body(size: 150_000))
         let transport = makeTransport(loader: loader) {
             $0.memoryCapacity = 100_000
             $0.maximumEntryShare = 5
@@ -186,7 +187,7 @@ struct BadInputTests {
 
     @Test("a change buffer of zero or less still delivers the newest change", arguments: [0, -5])
     func degenerateChangeBuffer(limit: Int) async throws {
-        let transport = makeTransport(loader: TestLoader()) { $0.changeBufferLimit = limit }
+        let transport = makeTransport(loader: echoOrigin()) { $0.changeBufferLimit = limit }
         var changes = transport.changes().makeAsyncIterator()
         transport.invalidateAll()
         #expect(await changes.next() == .cleared)
@@ -196,7 +197,7 @@ struct BadInputTests {
 
     @Test("key header names in any case select the same entry; other values a different one")
     func headerNameCase() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let transport = makeTransport(loader: loader)
         let first = try await transport.data(
             for: request("https://api.example.com/me", headers: ["AUTHORIZATION": "Bearer alice"])
@@ -214,7 +215,7 @@ struct BadInputTests {
 
     @Test("key header values that differ only in case never share an entry or a fetch")
     func headerValueCase() async throws {
-        let loader = TestLoader(gated: true)
+        let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader)
         let tokens = ["Bearer abc", "Bearer ABC", "bearer abc"]
         let callers = tokens.flatMap { token in
@@ -247,7 +248,7 @@ struct BadInputTests {
 
     @Test("repeated header values are one value: they never match a request with only one of them")
     func repeatedValues() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let transport = makeTransport(loader: loader)
         let url = URL(string: "https://api.example.com/me")!
         var alice = URLRequest(url: url)
@@ -272,7 +273,7 @@ struct BadInputTests {
 
     @Test("a Vary header names fields in any case and with odd spacing")
     func varyCase() async throws {
-        let loader = TestLoader(respond: TestLoader.ok(headers: ["Vary": " x-ToKeN ,  ACCEPT-encoding "]))
+        let loader = ScriptedOrigin(respond: ScriptedOrigin.ok(headers: ["Vary": " x-ToKeN ,  ACCEPT-encoding "]))
         let transport = makeTransport(loader: loader) { $0.cacheOverride = nil }
         let one = try await transport.data(for: request("https://api.example.com/v", headers: ["X-Token": "1"])).0
         let again = try await transport.data(for: request("https://api.example.com/v", headers: ["x-token": "1"])).0
@@ -296,7 +297,7 @@ struct BadInputTests {
             ["Vary": ",,"],
         ])
     func oddCacheHeaders(headers: [String: String]) async throws {
-        let loader = TestLoader(respond: TestLoader.ok(headers: headers))
+        let loader = ScriptedOrigin(respond: ScriptedOrigin.ok(headers: headers))
         let transport = makeTransport(loader: loader)
         let first = try await transport.data(for: request("https://api.example.com/odd")).0
         let second = try await transport.data(for: request("https://api.example.com/odd")).0
@@ -307,7 +308,8 @@ struct BadInputTests {
 
     @Test("with the override off, a no-store among contradictory directives wins")
     func contradictoryNoStore() async throws {
-        let loader = TestLoader(respond: TestLoader.ok(headers: ["Cache-Control": "max-age=600, NO-STORE , public"]))
+        let loader = ScriptedOrigin(
+            respond: ScriptedOrigin.ok(headers: ["Cache-Control": "max-age=600, NO-STORE , public"]))
         let transport = makeTransport(loader: loader) { $0.cacheOverride = nil }
         _ = try await transport.data(for: request("https://api.example.com/odd"))
         _ = try await transport.data(for: request("https://api.example.com/odd"))

@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Testing
 @testable import TransportCache
+import TransportCacheTesting
 
 @Suite("Requests with their own conditions or range")
 struct BypassTests {
@@ -13,7 +14,7 @@ struct BypassTests {
         "a caller's own If-None-Match reaches the origin, gets its 304, and stores nothing", arguments: [true, false])
     func callersOwnCondition(storedFirst: Bool) async throws {
         let origin = ValidatingOrigin()
-        let loader = TestLoader(respond: origin.responder)
+        let loader = ScriptedOrigin(respond: origin.responder)
         let transport = makeTransport(loader: loader)
         if storedFirst { _ = try await transport.data(for: request(url)) }
         let callsBefore = loader.callCount
@@ -36,14 +37,12 @@ struct BypassTests {
     @Test("a Range request gets its 206, and a later plain GET gets the whole body from the origin")
     func rangeThenPlain() async throws {
         let whole = Data((0..<100).map { UInt8($0) })
-        let loader = TestLoader { request, _ in
+        let loader = ScriptedOrigin { request, _ in
             if let range = request.value(forHTTPHeaderField: "Range"), range == "bytes=0-9" {
-                return (
-                    whole.prefix(10),
-                    TestLoader.response(for: request, status: 206, headers: ["Content-Range": "bytes 0-9/100"])
-                )
+                return ScriptedOrigin.Reply(
+                    status: 206, headers: ["Content-Range": "bytes 0-9/100"], body: whole.prefix(10))
             }
-            return (whole, TestLoader.response(for: request, status: 200))
+            return ScriptedOrigin.Reply(status: 200, body: whole)
         }
         let transport = makeTransport(loader: loader)
         let (part, partial) = try await transport.data(for: request(url, headers: ["Range": "bytes=0-9"]))
@@ -59,7 +58,7 @@ struct BypassTests {
 
     @Test("a 206 is never stored, even for a request without a range")
     func partialNeverStored() async throws {
-        let loader = TestLoader(respond: TestLoader.status(206))
+        let loader = ScriptedOrigin(respond: ScriptedOrigin.status(206))
         let transport = makeTransport(loader: loader) { $0.storableStatusCodes = [200, 206] }
         _ = try await transport.data(for: request(url))
         _ = try await transport.data(for: request(url))
@@ -73,12 +72,12 @@ struct BypassTests {
             "If-None-Match", "if-modified-since", "If-Match", "If-Unmodified-Since", "If-Range", "range",
         ])
     func eachHeaderBypasses(header: String) async throws {
-        let loader = TestLoader(gated: true)
+        let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader)
         loader.openGate()
         _ = try await transport.data(for: request(url))
         let conditional = request(url, headers: [header: "\"x\""])
-        let holding = TestLoader(gated: true)
+        let holding = echoOrigin(gated: true)
         let held = makeTransport(loader: holding)
         let tasks = (0..<3).map { _ in Task { try await held.data(for: conditional) } }
         await holding.waitForCalls(3)
@@ -95,8 +94,8 @@ struct BypassTests {
 
     @Test("a value request with its own conditions is not answered from memory")
     func valueBypasses() async throws {
-        let loader = TestLoader { request, call in
-            (Data(#"{"call":\#(call)}"#.utf8), TestLoader.response(for: request, status: 200))
+        let loader = ScriptedOrigin { request, call in
+            ScriptedOrigin.Reply(status: 200, body: Data(#"{"call":\#(call)}"#.utf8))
         }
         struct Payload: Decodable, Sendable { let call: Int }
         let transport = makeTransport(loader: loader)
@@ -108,7 +107,7 @@ struct BypassTests {
 
     @Test("a bypassed GET invalidates nothing")
     func bypassInvalidatesNothing() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let transport = makeTransport(loader: loader)
         _ = try await transport.data(for: request(url))
         _ = try await transport.data(for: request(url, headers: ["Range": "bytes=0-1"]))

@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Testing
 @testable import TransportCache
+import TransportCacheTesting
 
 @Suite("The header override")
 struct CacheOverrideTests {
@@ -68,20 +69,20 @@ struct CacheOverrideTests {
 
     @Test("the transport stores a no-store response when the override applies, and not when it is off")
     func transportHonoursNoStoreWithoutOverride() async throws {
-        let noStore = TestLoader(respond: TestLoader.ok(headers: ["Cache-Control": "no-store"]))
+        let noStore = ScriptedOrigin(respond: ScriptedOrigin.ok(headers: ["Cache-Control": "no-store"]))
         let overridden = makeTransport(loader: noStore)
         _ = try await overridden.data(for: request(url.absoluteString))
         let (_, response) = try await overridden.data(for: request(url.absoluteString))
         #expect(noStore.callCount == 1)
         #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "X-Original-Cache-Control") == "no-store")
 
-        let honoured = TestLoader(respond: TestLoader.ok(headers: ["Cache-Control": "no-store"]))
+        let honoured = ScriptedOrigin(respond: ScriptedOrigin.ok(headers: ["Cache-Control": "no-store"]))
         let plain = makeTransport(loader: honoured) { $0.cacheOverride = nil }
         _ = try await plain.data(for: request(url.absoluteString))
         _ = try await plain.data(for: request(url.absoluteString))
         #expect(honoured.callCount == 2)
 
-        let outside = TestLoader(respond: TestLoader.ok(headers: ["Cache-Control": "no-store"]))
+        let outside = ScriptedOrigin(respond: ScriptedOrigin.ok(headers: ["Cache-Control": "no-store"]))
         let narrowed = makeTransport(loader: outside) {
             $0.cacheOverride = CacheOverride(endpoints: [.host("elsewhere.example.com")])
         }
@@ -92,7 +93,7 @@ struct CacheOverrideTests {
 
     @Test("with the override on, a Vary: * answer is stored like any other")
     func varyStarOverridden() async throws {
-        let loader = TestLoader(respond: TestLoader.ok(headers: ["Vary": "*"]))
+        let loader = ScriptedOrigin(respond: ScriptedOrigin.ok(headers: ["Vary": "*"]))
         let transport = makeTransport(loader: loader)
         _ = try await transport.data(for: request(url.absoluteString))
         _ = try await transport.data(for: request(url.absoluteString))

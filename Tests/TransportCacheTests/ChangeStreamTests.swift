@@ -4,21 +4,22 @@ import FoundationNetworking
 #endif
 import Testing
 @testable import TransportCache
+import TransportCacheTesting
 
 @Suite("Change notifications")
 struct ChangeStreamTests {
     let url = "https://api.example.com/items/1"
 
     /// A loader whose body is the current value of `version`.
-    static func versioned(_ version: Locked<Int>) -> TestLoader {
-        TestLoader { request, _ in
-            (Data("version=\(version.withLock { $0 })".utf8), TestLoader.response(for: request, status: 200))
+    static func versioned(_ version: Locked<Int>) -> ScriptedOrigin {
+        ScriptedOrigin { request, _ in
+            ScriptedOrigin.Reply(status: 200, body: Data("version=\(version.withLock { $0 })".utf8))
         }
     }
 
     @Test("a subscriber hears stores, invalidations and clears in the order they happened")
     func orderedEvents() async throws {
-        let transport = makeTransport(loader: TestLoader())
+        let transport = makeTransport(loader: echoOrigin())
         var changes = transport.changes().makeAsyncIterator()
         _ = try await transport.data(for: request(url))
         transport.invalidate(request(url))
@@ -30,7 +31,7 @@ struct ChangeStreamTests {
 
     @Test("an endpoint invalidation names the dropped URLs and the endpoint")
     func endpointEvent() async throws {
-        let transport = makeTransport(loader: TestLoader())
+        let transport = makeTransport(loader: echoOrigin())
         _ = try await transport.data(for: request("https://api.example.com/items/2"))
         _ = try await transport.data(for: request("https://api.example.com/items/1"))
         var changes = transport.changes().makeAsyncIterator()
@@ -45,7 +46,7 @@ struct ChangeStreamTests {
 
     @Test("changes compare everything they carry: an invalidation's endpoint too")
     func changeEquality() async throws {
-        let transport = makeTransport(loader: TestLoader())
+        let transport = makeTransport(loader: echoOrigin())
         let items = Endpoint.pathPrefix("/items")
         let predicate = Endpoint.matching { $0.path.hasPrefix("/items") }
         var changes = transport.changes().makeAsyncIterator()
@@ -63,7 +64,7 @@ struct ChangeStreamTests {
 
     @Test("a filtered subscriber hears only its endpoint's changes")
     func filteredSubscriber() async throws {
-        let transport = makeTransport(loader: TestLoader())
+        let transport = makeTransport(loader: echoOrigin())
         var mine = transport.changes(for: .url(URL(string: url)!)).makeAsyncIterator()
         _ = try await transport.data(for: request("https://api.example.com/other"))
         transport.invalidate(request("https://api.example.com/other"))
@@ -73,7 +74,7 @@ struct ChangeStreamTests {
 
     @Test("1,000 subscribers all hear one invalidation")
     func thousandSubscribers() async throws {
-        let transport = makeTransport(loader: TestLoader())
+        let transport = makeTransport(loader: echoOrigin())
         let streams = (0..<1_000).map { _ in transport.changes() }
         #expect(transport.statistics.subscribers == 1_000)
         transport.invalidate(request(url))
@@ -101,7 +102,7 @@ struct ChangeStreamTests {
 
     @Test("a cancelled subscriber leaves no registration behind")
     func cancelledSubscriber() async throws {
-        let transport = makeTransport(loader: TestLoader())
+        let transport = makeTransport(loader: echoOrigin())
         let listening = Task {
             for await _ in transport.changes() {}
         }
@@ -113,7 +114,7 @@ struct ChangeStreamTests {
 
     @Test("a dropped stream leaves no registration behind")
     func droppedStream() async throws {
-        let transport = makeTransport(loader: TestLoader())
+        let transport = makeTransport(loader: echoOrigin())
         do {
             let stream = transport.changes()
             _ = stream
@@ -124,7 +125,7 @@ struct ChangeStreamTests {
 
     @Test("a slow subscriber keeps only the newest changes and never blocks the transport")
     func boundedBuffer() async throws {
-        let transport = makeTransport(loader: TestLoader()) { $0.changeBufferLimit = 3 }
+        let transport = makeTransport(loader: echoOrigin()) { $0.changeBufferLimit = 3 }
         var slow = transport.changes().makeAsyncIterator()
         for index in 0..<10 { transport.invalidate(request("https://example.com/\(index)")) }
         transport.invalidateAll()
@@ -135,7 +136,7 @@ struct ChangeStreamTests {
 
     @Test("a successful POST announces the URLs it invalidated")
     func postEvent() async throws {
-        let transport = makeTransport(loader: TestLoader())
+        let transport = makeTransport(loader: echoOrigin())
         var changes = transport.changes().makeAsyncIterator()
         _ = try await transport.data(for: request(url, method: "POST"))
         #expect(await changes.next() == .invalidated(urls: [URL(string: url)!], endpoint: nil))
@@ -147,10 +148,10 @@ struct StaleIfErrorTests {
     let url = "https://api.example.com/items/1"
 
     /// Answers once, then fails every later call with `code`.
-    static func failingAfterFirst(_ code: URLError.Code) -> TestLoader {
-        TestLoader { request, call in
+    static func failingAfterFirst(_ code: URLError.Code) -> ScriptedOrigin {
+        ScriptedOrigin { request, call in
             if call > 1 { throw URLError(code) }
-            return try TestLoader.ok()(request, call)
+            return try ScriptedOrigin.ok()(request, call)
         }
     }
 

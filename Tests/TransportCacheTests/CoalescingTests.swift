@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Testing
 @testable import TransportCache
+import TransportCacheTesting
 
 @Suite("Coalescing identical requests")
 struct CoalescingTests {
@@ -15,7 +16,7 @@ struct CoalescingTests {
         _ count: Int,
         _ request: URLRequest,
         on transport: CachedTransport,
-        loader: TestLoader
+        loader: ScriptedOrigin
     ) async -> [Task<(Data, URLResponse), any Error>] {
         let tasks = (0..<count).map { _ in Task { try await transport.data(for: request) } }
         await loader.waitForCalls(1)
@@ -25,7 +26,7 @@ struct CoalescingTests {
 
     @Test("200 concurrent identical GETs share one fetch and get identical answers")
     func twoHundredShareOneFetch() async throws {
-        let loader = TestLoader(gated: true)
+        let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader)
         let tasks = await startCallers(200, request(url), on: transport, loader: loader)
         #expect(loader.callCount == 1)
@@ -42,7 +43,7 @@ struct CoalescingTests {
 
     @Test("different Authorization values never share a fetch, even concurrently")
     func authorizationSplitsFetches() async throws {
-        let loader = TestLoader(gated: true)
+        let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader)
         let alice = (0..<5).map { _ in
             Task { try await transport.data(for: request(url, headers: ["Authorization": "Bearer alice"])) }
@@ -64,7 +65,7 @@ struct CoalescingTests {
 
     @Test("different Cookie values never share an entry")
     func cookieSplitsEntries() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let transport = makeTransport(loader: loader)
         _ = try await transport.data(for: request(url, headers: ["Cookie": "session=1"]))
         _ = try await transport.data(for: request(url, headers: ["Cookie": "session=2"]))
@@ -74,7 +75,7 @@ struct CoalescingTests {
 
     @Test("9 of 10 waiters cancelled: they throw at once, the 10th gets the body")
     func nineOfTenCancelled() async throws {
-        let loader = TestLoader(gated: true)
+        let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader)
         let tasks = await startCallers(10, request(url), on: transport, loader: loader)
         let clock = ContinuousClock()
@@ -96,7 +97,7 @@ struct CoalescingTests {
 
     @Test("all waiters cancelled: the fetch is cancelled, nothing stored, a later request fetches again")
     func allCancelled() async throws {
-        let loader = TestLoader(gated: true)
+        let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader)
         let tasks = await startCallers(10, request(url), on: transport, loader: loader)
         for task in tasks { task.cancel() }
@@ -114,7 +115,7 @@ struct CoalescingTests {
 
     @Test("a task cancelled before it asks never reaches the network")
     func cancelledBeforeAsking() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let transport = makeTransport(loader: loader)
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }
@@ -127,9 +128,9 @@ struct CoalescingTests {
 
     @Test("a failing fetch reaches every waiter, is not stored, and the next request tries again")
     func failureReachesEveryWaiter() async throws {
-        let failing = TestLoader(gated: true) { request, call in
+        let failing = ScriptedOrigin(gated: true) { request, call in
             if call == 1 { throw URLError(.networkConnectionLost) }
-            return try TestLoader.ok()(request, call)
+            return try ScriptedOrigin.ok()(request, call)
         }
         let transport = makeTransport(loader: failing)
         let tasks = await startCallers(5, request(url), on: transport, loader: failing)
@@ -145,7 +146,7 @@ struct CoalescingTests {
 
     @Test("distinct queries are distinct fetches and distinct entries")
     func distinctQueries() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let transport = makeTransport(loader: loader)
         let one = try await transport.data(for: request("https://api.example.com/items?page=1")).0
         let two = try await transport.data(for: request("https://api.example.com/items?page=2")).0
@@ -158,12 +159,10 @@ struct CoalescingTests {
 
     @Test("a joined caller whose Vary header differs from the fetch's gets its own representation")
     func varyAcrossCoalescedCallers() async throws {
-        let loader = TestLoader(gated: true) { request, call in
+        let loader = ScriptedOrigin(gated: true) { request, call in
             let language = request.value(forHTTPHeaderField: "X-Variant") ?? "none"
-            return (
-                Data("variant=\(language) call=\(call)".utf8),
-                TestLoader.response(for: request, status: 200, headers: ["Vary": "X-Variant"])
-            )
+            return ScriptedOrigin.Reply(
+                status: 200, headers: ["Vary": "X-Variant"], body: Data("variant=\(language) call=\(call)".utf8))
         }
         let transport = makeTransport(loader: loader)
         let first = Task { try await transport.data(for: request(url, headers: ["X-Variant": "a"])) }
@@ -178,12 +177,10 @@ struct CoalescingTests {
 
     @Test("joined callers that the answer's Vary does not serve share one fetch per set of values, and each is stored")
     func varyGroups() async throws {
-        let loader = TestLoader(gated: true) { request, call in
+        let loader = ScriptedOrigin(gated: true) { request, call in
             let variant = request.value(forHTTPHeaderField: "X-Variant") ?? "none"
-            return (
-                Data("variant=\(variant) call=\(call)".utf8),
-                TestLoader.response(for: request, status: 200, headers: ["Vary": "X-Variant"])
-            )
+            return ScriptedOrigin.Reply(
+                status: 200, headers: ["Vary": "X-Variant"], body: Data("variant=\(variant) call=\(call)".utf8))
         }
         let transport = makeTransport(loader: loader)
         let first = Task { try await transport.data(for: request(url, headers: ["X-Variant": "a"])) }
@@ -214,8 +211,8 @@ struct CoalescingTests {
 
     @Test("a Vary: * answer serves only the caller that started the fetch; each joined caller fetches for itself")
     func varyAnything() async throws {
-        let loader = TestLoader(gated: true) { request, call in
-            (Data("call=\(call)".utf8), TestLoader.response(for: request, status: 200, headers: ["Vary": "*"]))
+        let loader = ScriptedOrigin(gated: true) { request, call in
+            ScriptedOrigin.Reply(status: 200, headers: ["Vary": "*"], body: Data("call=\(call)".utf8))
         }
         let transport = makeTransport(loader: loader) { $0.cacheOverride = nil }
         let tasks = (0..<4).map { _ in Task { try await transport.data(for: request(url)).0.text } }

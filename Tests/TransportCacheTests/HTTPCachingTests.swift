@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Testing
 @testable import TransportCache
+import TransportCacheTesting
 
 /// An HTTP date `offset` seconds from now.
 private func httpDate(_ offset: TimeInterval = 0) -> String {
@@ -22,7 +23,7 @@ struct RequestDirectiveTests {
         "201 and 202 answers are not stored by default; 200, 203 and 204 are",
         arguments: [(201, false), (202, false), (200, true), (203, true), (204, true)])
     func defaultStorableStatuses(status: Int, stored: Bool) async throws {
-        let loader = TestLoader(respond: TestLoader.status(status))
+        let loader = ScriptedOrigin(respond: ScriptedOrigin.status(status))
         let transport = makeTransport(loader: loader)
         _ = try await transport.data(for: request(url))
         _ = try await transport.data(for: request(url))
@@ -31,7 +32,7 @@ struct RequestDirectiveTests {
 
     @Test("a request's Cache-Control: no-store goes to the origin and stores nothing")
     func requestNoStore() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let transport = makeTransport(loader: loader)
         _ = try await transport.data(for: request(url))
         let (data, _) = try await transport.data(for: request(url, headers: ["Cache-Control": "no-store"]))
@@ -51,7 +52,7 @@ struct RequestDirectiveTests {
         ])
     func requestRevalidates(headers: [String: String]) async throws {
         let origin = ValidatingOrigin()
-        let loader = TestLoader(respond: origin.responder)
+        let loader = ScriptedOrigin(respond: origin.responder)
         let transport = makeTransport(loader: loader)
         let (stored, _) = try await transport.data(for: request(url))
         let (data, response) = try await transport.data(for: request(url, headers: headers))
@@ -64,7 +65,7 @@ struct RequestDirectiveTests {
 
     @Test("Pragma: no-cache does not count beside a Cache-Control that allows reuse")
     func pragmaBesideCacheControl() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let transport = makeTransport(loader: loader)
         _ = try await transport.data(for: request(url))
         _ = try await transport.data(for: request(url, headers: ["Pragma": "no-cache", "Cache-Control": "max-age=60"]))
@@ -76,9 +77,9 @@ struct RequestDirectiveTests {
 struct HTTPCachingTests {
     let url = "https://api.example.com/doc"
 
-    func setUp(_ headers: @escaping @Sendable () -> [String: String]) -> (CachedTransport, TestLoader, TestClock) {
-        let loader = TestLoader { request, call in
-            (Data("call=\(call)".utf8), TestLoader.response(for: request, status: 200, headers: headers()))
+    func setUp(_ headers: @escaping @Sendable () -> [String: String]) -> (CachedTransport, ScriptedOrigin, TestClock) {
+        let loader = ScriptedOrigin { request, call in
+            ScriptedOrigin.Reply(status: 200, headers: headers(), body: Data("call=\(call)".utf8))
         }
         let clock = TestClock()
         let transport = makeTransport(loader: loader, clock: clock) { $0.conformsToHTTPCaching = true }
@@ -170,7 +171,7 @@ struct HTTPCachingTests {
     func noCacheResponse() async throws {
         let origin = ValidatingOrigin()
         origin.setHeader("Cache-Control", "no-cache, max-age=600")
-        let loader = TestLoader(respond: origin.responder)
+        let loader = ScriptedOrigin(respond: origin.responder)
         let transport = makeTransport(loader: loader) { $0.conformsToHTTPCaching = true }
         let (stored, _) = try await transport.data(for: request(url))
         origin.setHeader("X-Generation", "2")
@@ -186,13 +187,10 @@ struct HTTPCachingTests {
     @Test("must-revalidate: never answered stale, not in a window and not when the network fails")
     func mustRevalidate() async throws {
         let failing = Locked(false)
-        let loader = TestLoader { request, call in
+        let loader = ScriptedOrigin { request, call in
             if failing.withLock({ $0 }) { throw URLError(.notConnectedToInternet) }
-            return (
-                Data("call=\(call)".utf8),
-                TestLoader.response(
-                    for: request, status: 200, headers: ["Cache-Control": "max-age=10, must-revalidate"])
-            )
+            return ScriptedOrigin.Reply(
+                headers: ["Cache-Control": "max-age=10, must-revalidate"], body: Data("call=\(call)".utf8))
         }
         let clock = TestClock()
         let transport = makeTransport(loader: loader, clock: clock) {
@@ -285,17 +283,15 @@ struct HTTPCachingTests {
         "any final status with explicit freshness may be stored; without it, only the storable ones",
         arguments: [(404, true), (500, true), (201, true)])
     func explicitFreshnessStatuses(status: Int, stored: Bool) async throws {
-        let loader = TestLoader { request, call in
-            (
-                Data("call=\(call)".utf8),
-                TestLoader.response(for: request, status: status, headers: ["Cache-Control": "max-age=60"])
-            )
+        let loader = ScriptedOrigin { request, call in
+            ScriptedOrigin.Reply(
+                status: status, headers: ["Cache-Control": "max-age=60"], body: Data("call=\(call)".utf8))
         }
         let transport = makeTransport(loader: loader) { $0.conformsToHTTPCaching = true }
         _ = try await transport.data(for: request(url))
         _ = try await transport.data(for: request(url))
         #expect(loader.callCount == (stored ? 1 : 2))
-        let plain = TestLoader(respond: TestLoader.status(status))
+        let plain = ScriptedOrigin(respond: ScriptedOrigin.status(status))
         let other = makeTransport(loader: plain) { $0.conformsToHTTPCaching = true }
         _ = try await other.data(for: request(url))
         _ = try await other.data(for: request(url))
@@ -351,8 +347,8 @@ struct HTTPDateTests {
 struct ConnectionFieldTests {
     @Test("fields the response's Connection names are neither stored nor passed on")
     func connectionListedFields() async throws {
-        let loader = TestLoader(
-            respond: TestLoader.ok(headers: ["Connection": "a, close", "A": "1", "Cache-Control": "max-age=60"]))
+        let loader = ScriptedOrigin(
+            respond: ScriptedOrigin.ok(headers: ["Connection": "a, close", "A": "1", "Cache-Control": "max-age=60"]))
         let transport = makeTransport(loader: loader) { $0.conformsToHTTPCaching = true }
         let (_, first) = try await transport.data(for: request("https://api.example.com/c"))
         let (_, second) = try await transport.data(for: request("https://api.example.com/c"))

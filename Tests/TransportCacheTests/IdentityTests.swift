@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Testing
 @testable import TransportCache
+import TransportCacheTesting
 
 @Suite("Identities never cross")
 struct IdentityTests {
@@ -13,8 +14,8 @@ struct IdentityTests {
         "a response that sets a cookie is never stored, so no later request is handed it",
         arguments: [true, false])
     func setCookieIsNotStored(overrideOn: Bool) async throws {
-        let loader = TestLoader(
-            respond: TestLoader.ok(headers: [
+        let loader = ScriptedOrigin(
+            respond: ScriptedOrigin.ok(headers: [
                 "Set-Cookie": "session=alice; HttpOnly", "Cache-Control": "public, max-age=600",
             ]))
         let transport = makeTransport(loader: loader) { if !overrideOn { $0.cacheOverride = nil } }
@@ -29,7 +30,7 @@ struct IdentityTests {
 
     @Test("a Set-Cookie in any case of the name keeps the response out of the store")
     func setCookieNameCase() async throws {
-        let loader = TestLoader(respond: TestLoader.ok(headers: ["set-COOKIE": "s=1"]))
+        let loader = ScriptedOrigin(respond: ScriptedOrigin.ok(headers: ["set-COOKIE": "s=1"]))
         let transport = makeTransport(loader: loader)
         _ = try await transport.data(for: request(url))
         _ = try await transport.data(for: request(url))
@@ -38,7 +39,7 @@ struct IdentityTests {
 
     @Test("a Set-Cookie2 keeps the response out of the store as Set-Cookie does")
     func setCookie2() async throws {
-        let loader = TestLoader(respond: TestLoader.ok(headers: ["Set-Cookie2": "s=1"]))
+        let loader = ScriptedOrigin(respond: ScriptedOrigin.ok(headers: ["Set-Cookie2": "s=1"]))
         let transport = makeTransport(loader: loader)
         _ = try await transport.data(for: request(url))
         _ = try await transport.data(for: request(url))
@@ -47,9 +48,9 @@ struct IdentityTests {
 
     @Test("a response that sets a cookie is not served stale to anyone either")
     func setCookieNotServedStale() async throws {
-        let loader = TestLoader { request, call in
+        let loader = ScriptedOrigin { request, call in
             if call > 1 { throw URLError(.notConnectedToInternet) }
-            return try TestLoader.ok(headers: ["Set-Cookie": "session=alice"])(request, call)
+            return try ScriptedOrigin.ok(headers: ["Set-Cookie": "session=alice"])(request, call)
         }
         let transport = makeTransport(loader: loader) { $0.staleIfError = true }
         _ = try await transport.data(for: request(url))
@@ -60,9 +61,9 @@ struct IdentityTests {
 
     @Test("responses without Set-Cookie on the same URL are still stored")
     func otherResponsesStored() async throws {
-        let loader = TestLoader { request, call in
+        let loader = ScriptedOrigin { request, call in
             let headers = request.url?.path == "/session" ? ["Set-Cookie": "s=1"] : [:]
-            return try TestLoader.ok(headers: headers)(request, call)
+            return try ScriptedOrigin.ok(headers: headers)(request, call)
         }
         let transport = makeTransport(loader: loader)
         _ = try await transport.data(for: request("https://api.example.com/profile"))
@@ -73,7 +74,7 @@ struct IdentityTests {
 
     @Test("five identities, twenty concurrent callers each: every caller gets its own identity's body")
     func concurrentIdentities() async throws {
-        let loader = TestLoader(gated: true)
+        let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader)
         let identities: [[String: String]] = [
             ["Authorization": "Bearer alice"],

@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Testing
 @testable import TransportCache
+import TransportCacheTesting
 
 @Suite("Invalidation and pull-to-refresh")
 struct InvalidationTests {
@@ -11,7 +12,7 @@ struct InvalidationTests {
 
     @Test("invalidate, then a GET fetches anew")
     func invalidateThenGet() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let transport = makeTransport(loader: loader)
         _ = try await transport.data(for: request(url))
         transport.invalidate(request(url))
@@ -22,7 +23,7 @@ struct InvalidationTests {
 
     @Test("an endpoint drops every method, query and identity below it, and nothing else")
     func endpointInvalidation() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let transport = makeTransport(loader: loader)
         let dropped = [
             request("https://api.example.com/items"),
@@ -40,7 +41,7 @@ struct InvalidationTests {
 
     @Test("invalidateAll drops everything")
     func invalidateAll() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let transport = makeTransport(loader: loader)
         for index in 0..<5 { _ = try await transport.data(for: request("https://example.com/\(index)")) }
         transport.invalidateAll()
@@ -50,7 +51,7 @@ struct InvalidationTests {
 
     @Test("a fetch in flight across an invalidation answers its callers but does not refill the store")
     func inFlightAcrossInvalidation() async throws {
-        let loader = TestLoader(gated: true)
+        let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader)
         let early = Task { try await transport.data(for: request(url)) }
         await loader.waitForCalls(1)
@@ -64,7 +65,7 @@ struct InvalidationTests {
 
     @Test("a request after an invalidation does not join the fetch that started before it")
     func noJoinAcrossInvalidation() async throws {
-        let loader = TestLoader(gated: true)
+        let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader)
         let early = Task { try await transport.refresh(request(url)) }
         await loader.waitForCalls(1)
@@ -81,7 +82,7 @@ struct InvalidationTests {
 
     @Test("a refresh never shares a refresh that began before it: each answer is fetched after its call")
     func concurrentRefreshes() async throws {
-        let loader = TestLoader(gated: true)
+        let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader)
         let first = Task { try await transport.refresh(request(url)) }
         await loader.waitForCalls(1)
@@ -98,7 +99,7 @@ struct InvalidationTests {
 
     @Test("a refresh does not join an ordinary fetch already in flight; it fetches after it was asked")
     func refreshDoesNotJoinOrdinaryFetch() async throws {
-        let loader = TestLoader(gated: true)
+        let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader)
         let ordinary = Task { try await transport.data(for: request(url)) }
         await loader.waitForCalls(1)
@@ -113,7 +114,7 @@ struct InvalidationTests {
 
     @Test("a refresh reloads a stored entry and stores the new answer")
     func refreshReplaces() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let transport = makeTransport(loader: loader)
         _ = try await transport.data(for: request(url))
         let (fresh, _) = try await transport.refresh(request(url))

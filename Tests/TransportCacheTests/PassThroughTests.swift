@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Testing
 @testable import TransportCache
+import TransportCacheTesting
 
 @Suite("Requests that are not cached")
 struct PassThroughTests {
@@ -11,7 +12,7 @@ struct PassThroughTests {
 
     @Test("POST is never coalesced or stored")
     func postIsNotCoalesced() async throws {
-        let loader = TestLoader(gated: true)
+        let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader)
         let posts = (0..<3).map { _ in Task { try await transport.data(for: request(url, method: "POST")) } }
         await loader.waitForCalls(3)
@@ -25,7 +26,7 @@ struct PassThroughTests {
 
     @Test("a successful POST invalidates the stored GET of its URL, for every identity")
     func postInvalidatesGet() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let transport = makeTransport(loader: loader)
         _ = try await transport.data(for: request(url))
         _ = try await transport.data(for: request(url, headers: ["Authorization": "Bearer alice"]))
@@ -40,9 +41,9 @@ struct PassThroughTests {
 
     @Test("a POST answered with an error status invalidates nothing")
     func failedPostKeepsEntries() async throws {
-        let loader = TestLoader { request, call in
-            if request.httpMethod == "POST" { return try TestLoader.status(500)(request, call) }
-            return try TestLoader.ok()(request, call)
+        let loader = ScriptedOrigin { request, call in
+            if request.httpMethod == "POST" { return try ScriptedOrigin.status(500)(request, call) }
+            return try ScriptedOrigin.ok()(request, call)
         }
         let transport = makeTransport(loader: loader)
         _ = try await transport.data(for: request(url))
@@ -53,19 +54,16 @@ struct PassThroughTests {
 
     @Test("Location and Content-Location of a successful PUT are invalidated when on the same origin")
     func locationInvalidation() async throws {
-        let loader = TestLoader { request, call in
+        let loader = ScriptedOrigin { request, call in
             if request.httpMethod == "PUT" {
-                return (
-                    Data(),
-                    TestLoader.response(
-                        for: request, status: 201,
-                        headers: [
-                            "Location": "/items/8",
-                            "Content-Location": "https://other.example.com/items/9",
-                        ])
-                )
+                return ScriptedOrigin.Reply(
+                    status: 201,
+                    headers: [
+                        "Location": "/items/8",
+                        "Content-Location": "https://other.example.com/items/9",
+                    ])
             }
-            return try TestLoader.ok()(request, call)
+            return try ScriptedOrigin.ok()(request, call)
         }
         let transport = makeTransport(loader: loader)
         _ = try await transport.data(for: request("https://api.example.com/items/8"))
@@ -79,7 +77,7 @@ struct PassThroughTests {
 
     @Test("a GET in flight when a POST succeeds still answers but does not refill the store")
     func getInFlightAcrossPost() async throws {
-        let loader = TestLoader(gated: true, holding: { $0.httpMethod == "GET" })
+        let loader = ScriptedOrigin(gated: true, respond: ScriptedOrigin.ok(), holding: { $0.httpMethod == "GET" })
         let transport = makeTransport(loader: loader)
         let get = Task { try await transport.data(for: request(url)) }
         await loader.waitForCalls(1)
@@ -114,7 +112,7 @@ struct PassThroughTests {
 
     @Test("a request without a URL throws badURL")
     func noURL() async throws {
-        let transport = makeTransport(loader: TestLoader())
+        let transport = makeTransport(loader: echoOrigin())
         var empty = URLRequest(url: URL(string: "https://example.com")!)
         empty.url = nil
         let error = await thrownError { try await transport.data(for: empty) }

@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Testing
 @testable import TransportCache
+import TransportCacheTesting
 
 @Suite("Cache policies")
 struct PolicyTests {
@@ -11,7 +12,7 @@ struct PolicyTests {
 
     @Test("useProtocolCachePolicy answers from memory whatever the entry's age")
     func defaultPolicyIsReturnCacheDataElseLoad() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let clock = TestClock()
         let transport = makeTransport(loader: loader, clock: clock)
         let first = try await transport.data(for: request(url)).0
@@ -24,7 +25,7 @@ struct PolicyTests {
 
     @Test("returnCacheDataElseLoad behaves as the default")
     func returnCacheDataElseLoad() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let transport = makeTransport(loader: loader)
         _ = try await transport.data(for: request(url, policy: .returnCacheDataElseLoad))
         _ = try await transport.data(for: request(url, policy: .returnCacheDataElseLoad))
@@ -33,7 +34,7 @@ struct PolicyTests {
 
     @Test("reloadIgnoringLocalCacheData always fetches and stores the answer")
     func reloadFetchesAndStores() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let transport = makeTransport(loader: loader)
         _ = try await transport.data(for: request(url))
         let reloaded = try await transport.data(for: request(url, policy: .reloadIgnoringLocalCacheData)).0
@@ -48,7 +49,7 @@ struct PolicyTests {
 
     @Test("returnCacheDataDontLoad answers from memory or throws resourceUnavailable without the network")
     func dontLoad() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let transport = makeTransport(loader: loader)
         let error = await thrownError { try await transport.data(for: request(url, policy: .returnCacheDataDontLoad)) }
         #expect((error as? URLError)?.code == .resourceUnavailable)
@@ -60,7 +61,7 @@ struct PolicyTests {
 
     @Test("a maximum age turns returnCacheDataElseLoad into a time to live")
     func maximumAge() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let clock = TestClock()
         let transport = makeTransport(loader: loader, clock: clock) { $0.maximumAge = .seconds(60) }
         _ = try await transport.data(for: request(url))
@@ -75,7 +76,7 @@ struct PolicyTests {
 
     @Test("returnCacheDataDontLoad still answers with an entry past its maximum age")
     func dontLoadIgnoresAge() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let clock = TestClock()
         let transport = makeTransport(loader: loader, clock: clock) { $0.maximumAge = .seconds(60) }
         let stored = try await transport.data(for: request(url)).0
@@ -86,7 +87,7 @@ struct PolicyTests {
 
     @Test("a per-endpoint maximum age takes precedence over the global one")
     func endpointMaximumAge() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let clock = TestClock()
         let transport = makeTransport(loader: loader, clock: clock) {
             $0.maximumAge = .seconds(3600)

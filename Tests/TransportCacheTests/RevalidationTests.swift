@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Testing
 @testable import TransportCache
+import TransportCacheTesting
 
 @Suite("Revalidation with ETag, Last-Modified and 304")
 struct RevalidationTests {
@@ -12,7 +13,7 @@ struct RevalidationTests {
     @Test("a refresh of an unchanged entry sends If-None-Match and gets the stored body with status 200, no updated")
     func refreshUnchangedWithEntityTag() async throws {
         let origin = ValidatingOrigin(validators: .entityTag)
-        let loader = TestLoader(respond: origin.responder)
+        let loader = ScriptedOrigin(respond: origin.responder)
         let transport = makeTransport(loader: loader)
         let (stored, _) = try await transport.data(for: request(url))
         var changes = transport.changes().makeAsyncIterator()
@@ -33,7 +34,7 @@ struct RevalidationTests {
     @Test("a refresh of a changed entry gets the new body and one updated")
     func refreshChanged() async throws {
         let origin = ValidatingOrigin(validators: .entityTag)
-        let transport = makeTransport(loader: TestLoader(respond: origin.responder))
+        let transport = makeTransport(loader: ScriptedOrigin(respond: origin.responder))
         _ = try await transport.data(for: request(url))
         var changes = transport.changes().makeAsyncIterator()
         origin.bump()
@@ -51,7 +52,7 @@ struct RevalidationTests {
     @Test("with Last-Modified only, a refresh sends If-Modified-Since: unchanged is a 304, changed is the new body")
     func lastModified() async throws {
         let origin = ValidatingOrigin(validators: .lastModified)
-        let loader = TestLoader(respond: origin.responder)
+        let loader = ScriptedOrigin(respond: origin.responder)
         let transport = makeTransport(loader: loader)
         let (stored, _) = try await transport.data(for: request(url))
         var changes = transport.changes().makeAsyncIterator()
@@ -74,7 +75,7 @@ struct RevalidationTests {
     @Test("an expired entry revalidates with a 304, and its age restarts")
     func expiredEntryRevalidates() async throws {
         let origin = ValidatingOrigin()
-        let loader = TestLoader(respond: origin.responder)
+        let loader = ScriptedOrigin(respond: origin.responder)
         let clock = TestClock()
         let transport = makeTransport(loader: loader, clock: clock) { $0.maximumAge = .seconds(60) }
         let (stored, _) = try await transport.data(for: request(url))
@@ -98,7 +99,7 @@ struct RevalidationTests {
     @Test("a 304 updates the stored headers and keeps the stored status")
     func notModifiedUpdatesHeaders() async throws {
         let origin = ValidatingOrigin()
-        let transport = makeTransport(loader: TestLoader(respond: origin.responder))
+        let transport = makeTransport(loader: ScriptedOrigin(respond: origin.responder))
         _ = try await transport.data(for: request(url))
         origin.setHeader("X-Generation", "2")
         let (_, refreshed) = try await transport.refresh(request(url))
@@ -114,7 +115,7 @@ struct RevalidationTests {
     @Test("20 coalesced callers of one conditional fetch all get status 200 and the stored body")
     func coalescedCallersOfA304() async throws {
         let origin = ValidatingOrigin()
-        let loader = TestLoader(
+        let loader = ScriptedOrigin(
             gated: true, respond: origin.responder, holding: { $0.value(forHTTPHeaderField: "If-None-Match") != nil })
         let transport = makeTransport(loader: loader)
         let (stored, _) = try await transport.data(for: request(url))
@@ -135,7 +136,7 @@ struct RevalidationTests {
     @Test("usesConditionalRequests = false sends no conditions")
     func conditionsSwitchedOff() async throws {
         let origin = ValidatingOrigin()
-        let loader = TestLoader(respond: origin.responder)
+        let loader = ScriptedOrigin(respond: origin.responder)
         let transport = makeTransport(loader: loader) { $0.usesConditionalRequests = false }
         _ = try await transport.data(for: request(url))
         _ = try await transport.refresh(request(url))
@@ -151,7 +152,7 @@ struct RevalidationTests {
     @Test("an entry without validators is fetched without conditions")
     func noValidators() async throws {
         let origin = ValidatingOrigin(validators: .none)
-        let loader = TestLoader(respond: origin.responder)
+        let loader = ScriptedOrigin(respond: origin.responder)
         let transport = makeTransport(loader: loader)
         _ = try await transport.data(for: request(url))
         _ = try await transport.refresh(request(url))
@@ -165,7 +166,7 @@ struct RevalidationTests {
     @Test("a 304 racing an invalidation never yields an empty body: the fetch goes again without conditions")
     func notModifiedAfterInvalidation() async throws {
         let origin = ValidatingOrigin()
-        let loader = TestLoader(
+        let loader = ScriptedOrigin(
             gated: true, respond: origin.responder, holding: { $0.value(forHTTPHeaderField: "If-None-Match") != nil })
         let transport = makeTransport(loader: loader)
         let (stored, _) = try await transport.data(for: request(url))
@@ -188,7 +189,7 @@ struct RevalidationTests {
     @Test("a 304 for an entry evicted while in flight fetches again without conditions")
     func notModifiedAfterEviction() async throws {
         let origin = ValidatingOrigin()
-        let loader = TestLoader(
+        let loader = ScriptedOrigin(
             gated: true, respond: origin.responder, holding: { $0.value(forHTTPHeaderField: "If-None-Match") != nil })
         let transport = makeTransport(loader: loader)
         let (stored, _) = try await transport.data(for: request(url))
@@ -206,10 +207,10 @@ struct RevalidationTests {
         struct Resource: Decodable, Sendable { let text: String }
         let origin = ValidatingOrigin()
         let transport = makeTransport(
-            loader: TestLoader { request, call in
-                let (data, response) = try origin.responder(request, call)
-                let json = data.isEmpty ? data : Data(#"{"text":"\#(data.text)"}"#.utf8)
-                return (json, response)
+            loader: ScriptedOrigin { request, call in
+                var reply = try origin.responder(request, call)
+                if !reply.body.isEmpty { reply.body = Data(#"{"text":"\#(reply.body.text)"}"#.utf8) }
+                return reply
             })
         _ = try await transport.value(Resource.self, for: request(url))
         _ = try await transport.refresh(request(url))
@@ -220,7 +221,7 @@ struct RevalidationTests {
 
     @Test("a 304 the transport did not ask for reaches the caller as it is and is not stored")
     func unaskedNotModified() async throws {
-        let loader = TestLoader(respond: TestLoader.status(304))
+        let loader = ScriptedOrigin(respond: ScriptedOrigin.status(304))
         let transport = makeTransport(loader: loader)
         let (_, response) = try await transport.data(for: request(url))
         #expect((response as? HTTPURLResponse)?.statusCode == 304)

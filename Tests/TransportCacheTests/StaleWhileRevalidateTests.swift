@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Testing
 @testable import TransportCache
+import TransportCacheTesting
 
 @Suite("Stale-while-revalidate")
 struct StaleWhileRevalidateTests {
@@ -11,9 +12,11 @@ struct StaleWhileRevalidateTests {
 
     /// A transport whose entries are fresh for 60 s and then answer for 30 s more while they are
     /// revalidated; the loader holds every call after the first at its gate.
-    func setUp(respond: @escaping TestLoader.Responder = TestLoader.ok()) -> (CachedTransport, TestLoader, TestClock) {
+    func setUp(respond: @escaping ScriptedOrigin.Responder = ScriptedOrigin.ok()) -> (
+        CachedTransport, ScriptedOrigin, TestClock
+    ) {
         let first = Locked(true)
-        let loader = TestLoader(
+        let loader = ScriptedOrigin(
             gated: true, respond: respond,
             holding: { _ in
                 first.withLock { isFirst in
@@ -110,7 +113,7 @@ struct StaleWhileRevalidateTests {
         let failing = Locked(false)
         let (transport, loader, clock) = setUp { request, call in
             if failing.withLock({ $0 }) { throw URLError(.notConnectedToInternet) }
-            return try TestLoader.ok()(request, call)
+            return try ScriptedOrigin.ok()(request, call)
         }
         let (stored, _) = try await transport.data(for: request(url))
         failing.withLock { $0 = true }
@@ -159,7 +162,7 @@ struct StaleWhileRevalidateTests {
 
     @Test("per-endpoint windows take precedence over the global one")
     func perEndpointWindow() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let clock = TestClock()
         let transport = makeTransport(loader: loader, clock: clock) {
             $0.maximumAge = .seconds(60)
@@ -176,7 +179,7 @@ struct StaleWhileRevalidateTests {
     func valuesInTheWindow() async throws {
         struct Payload: Decodable, Sendable { let call: Int }
         let (transport, loader, clock) = setUp { request, call in
-            (Data(#"{"call":\#(call)}"#.utf8), TestLoader.response(for: request, status: 200))
+            ScriptedOrigin.Reply(status: 200, body: Data(#"{"call":\#(call)}"#.utf8))
         }
         #expect(try await transport.value(Payload.self, for: request(url)).call == 1)
         clock.advance(by: .seconds(70))

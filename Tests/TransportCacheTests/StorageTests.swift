@@ -4,12 +4,13 @@ import FoundationNetworking
 #endif
 import Testing
 @testable import TransportCache
+import TransportCacheTesting
 
 @Suite("What is stored and how the store is bounded")
 struct StorageTests {
     @Test("404 and 500 answers reach the caller and are not stored", arguments: [404, 500, 304])
     func errorStatusesAreNotStored(status: Int) async throws {
-        let loader = TestLoader(respond: TestLoader.status(status))
+        let loader = ScriptedOrigin(respond: ScriptedOrigin.status(status))
         let transport = makeTransport(loader: loader)
         let (_, response) = try await transport.data(for: request("https://api.example.com/missing"))
         #expect((response as? HTTPURLResponse)?.statusCode == status)
@@ -20,7 +21,7 @@ struct StorageTests {
 
     @Test("the set of storable statuses is configurable")
     func configurableStatuses() async throws {
-        let loader = TestLoader(respond: TestLoader.status(404))
+        let loader = ScriptedOrigin(respond: ScriptedOrigin.status(404))
         let transport = makeTransport(loader: loader) { $0.storableStatusCodes = [200, 404] }
         _ = try await transport.data(for: request("https://api.example.com/missing"))
         _ = try await transport.data(for: request("https://api.example.com/missing"))
@@ -29,7 +30,7 @@ struct StorageTests {
 
     @Test("an entry larger than the allowed share is returned but not stored, and counted")
     func tooLarge() async throws {
-        let loader = TestLoader(respond: TestLoader.body(size: 20_000))
+        let loader = ScriptedOrigin(respond: ScriptedOrigin.body(size: 20_000))
         let transport = makeTransport(loader: loader) {
             $0.memoryCapacity = 100_000
             $0.maximumEntryShare = 0.1
@@ -44,7 +45,7 @@ struct StorageTests {
 
     @Test("a zero capacity stores nothing and still answers")
     func zeroCapacity() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let transport = makeTransport(loader: loader) { $0.memoryCapacity = 0 }
         _ = try await transport.data(for: request("https://api.example.com/a"))
         _ = try await transport.data(for: request("https://api.example.com/a"))
@@ -54,7 +55,7 @@ struct StorageTests {
 
     @Test("eviction takes the least recently used entry, not the oldest")
     func leastRecentlyUsedOrder() async throws {
-        let loader = TestLoader(respond: TestLoader.body(size: 1_000))
+        let loader = ScriptedOrigin(respond: ScriptedOrigin.body(size: 1_000))
         // Room for three entries of about 1.4 KB each, not four.
         let transport = makeTransport(loader: loader) {
             $0.memoryCapacity = 5_000
@@ -75,7 +76,7 @@ struct StorageTests {
 
     @Test("the byte budget holds after 10,000 stores")
     func budgetHolds() async throws {
-        let loader = TestLoader(respond: TestLoader.body(size: 500))
+        let loader = ScriptedOrigin(respond: ScriptedOrigin.body(size: 500))
         let capacity = 200_000
         let transport = makeTransport(loader: loader) { $0.memoryCapacity = capacity }
         for index in 0..<10_000 {
@@ -91,7 +92,7 @@ struct StorageTests {
 
     @Test("a Vary header is honoured: another value of it is a miss, the same value a hit")
     func vary() async throws {
-        let loader = TestLoader(respond: TestLoader.ok(headers: ["Vary": "X-Variant"]))
+        let loader = ScriptedOrigin(respond: ScriptedOrigin.ok(headers: ["Vary": "X-Variant"]))
         let transport = makeTransport(loader: loader)
         let url = "https://api.example.com/greeting"
         _ = try await transport.data(for: request(url, headers: ["X-Variant": "a"]))
@@ -103,7 +104,7 @@ struct StorageTests {
 
     @Test("with the header override off, a Vary: * answer is not reused")
     func varyStar() async throws {
-        let loader = TestLoader(respond: TestLoader.ok(headers: ["Vary": "*"]))
+        let loader = ScriptedOrigin(respond: ScriptedOrigin.ok(headers: ["Vary": "*"]))
         let transport = makeTransport(loader: loader) { $0.cacheOverride = nil }
         _ = try await transport.data(for: request("https://api.example.com/random"))
         _ = try await transport.data(for: request("https://api.example.com/random"))
@@ -112,7 +113,7 @@ struct StorageTests {
 
     @Test("GET and HEAD are stored apart")
     func headIsSeparate() async throws {
-        let loader = TestLoader()
+        let loader = echoOrigin()
         let transport = makeTransport(loader: loader)
         _ = try await transport.data(for: request("https://api.example.com/a", method: "HEAD"))
         _ = try await transport.data(for: request("https://api.example.com/a"))
@@ -123,9 +124,9 @@ struct StorageTests {
     @Test("storing the same key twice replaces the entry and then evicting does not crash")
     func storeTwice() async throws {
         // The sequence that crashes corelibs' own URLCache (capacity 1000: A, A, B, C).
-        let loader = TestLoader(respond: { request, _ in
+        let loader = ScriptedOrigin(respond: { request, _ in
             let size = request.url!.lastPathComponent == "c" ? 100 : 20
-            return (Data(count: size), TestLoader.response(for: request, status: 200))
+            return ScriptedOrigin.Reply(status: 200, body: Data(count: size))
         })
         let transport = makeTransport(loader: loader) {
             $0.memoryCapacity = 1_000
@@ -148,7 +149,7 @@ struct StorageTests {
         )
         .appendingPathComponent("org.swift.foundation.URLCache")
         let before = Self.files(under: caches)
-        let loader = TestLoader(respond: TestLoader.body(size: 4_096))
+        let loader = ScriptedOrigin(respond: ScriptedOrigin.body(size: 4_096))
         let transport = makeTransport(loader: loader)
         for index in 0..<100 { _ = try await transport.data(for: request("https://example.com/\(index)")) }
         #expect(transport.statistics.entries == 100)

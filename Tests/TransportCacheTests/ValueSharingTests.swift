@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Testing
 @testable import TransportCache
+import TransportCacheTesting
 
 /// Decoded with a key strategy in play: `item_name` fills `itemName` only under
 /// `convertFromSnakeCase`.
@@ -218,7 +219,7 @@ struct ValueSharingTests {
     func propertyListDecodersShare() async throws {
         let body = try PropertyListEncoder().encode(FeedBody(items: [.init(id: 4, name: "four")]))
         let transport = makeTransport(
-            loader: TestLoader { request, _ in (body, TestLoader.response(for: request, status: 200)) })
+            loader: ScriptedOrigin { request, _ in ScriptedOrigin.Reply(status: 200, body: body) })
         let a = try await transport.value(Feed.self, for: request(url), decoder: PropertyListDecoder())
         let b = try await transport.value(Feed.self, for: request(url), decoder: PropertyListDecoder())
         let json = await thrownError { try await transport.value(Feed.self, for: request(url), decoder: JSONDecoder()) }

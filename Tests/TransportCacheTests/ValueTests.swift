@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Testing
 @testable import TransportCache
+import TransportCacheTesting
 
 /// A decoded body; a class, so a test can tell whether two calls got the very same decoded value.
 final class Feed: Decodable, Sendable {
@@ -50,9 +51,9 @@ final class CountingDecoder: ResponseDecoding {
 
 /// A loader answering `{"items":[{"id":<version>,"name":"version <version>"}]}`: the bytes
 /// change only when the test changes `version`.
-func feedLoader(_ version: Locked<Int>, gated: Bool = false) -> TestLoader {
-    TestLoader(gated: gated) { request, _ in
-        (feedBody(version.withLock { $0 }), TestLoader.response(for: request, status: 200))
+func feedLoader(_ version: Locked<Int>, gated: Bool = false) -> ScriptedOrigin {
+    ScriptedOrigin(gated: gated) { request, _ in
+        ScriptedOrigin.Reply(status: 200, body: feedBody(version.withLock { $0 }))
     }
 }
 
@@ -61,8 +62,8 @@ func feedBody(_ version: Int) -> Data {
 }
 
 /// A loader answering every request with `body`.
-func fixedLoader(_ body: String) -> TestLoader {
-    TestLoader { request, _ in (Data(body.utf8), TestLoader.response(for: request, status: 200)) }
+func fixedLoader(_ body: String) -> ScriptedOrigin {
+    ScriptedOrigin { request, _ in ScriptedOrigin.Reply(status: 200, body: Data(body.utf8)) }
 }
 
 /// A `JSONDecoder` with `configure` applied.
@@ -281,7 +282,7 @@ struct ValueTests {
 
     @Test("an answer outside 200-299 is an error naming its status, and is not decoded")
     func unacceptableStatus() async throws {
-        let transport = makeTransport(loader: TestLoader(respond: TestLoader.status(404)))
+        let transport = makeTransport(loader: ScriptedOrigin(respond: ScriptedOrigin.status(404)))
         let error = await thrownError { try await transport.value(Feed.self, for: request(url)) }
         let failure = try #require(error as? ValueDecodingError)
         #expect(failure.code == .unacceptableStatus)
@@ -363,7 +364,7 @@ struct ValueStreamTests {
 
     @Test("a failure of the first value ends the stream with that error")
     func firstFailureEnds() async throws {
-        let transport = makeTransport(loader: TestLoader(respond: TestLoader.failing(.notConnectedToInternet)))
+        let transport = makeTransport(loader: ScriptedOrigin(respond: ScriptedOrigin.failing(.notConnectedToInternet)))
         var values = transport.values(Feed.self, for: request(url)).makeAsyncIterator()
         let error = await thrownError { try await values.next() }
         #expect((error as? URLError)?.code == .notConnectedToInternet)
@@ -374,9 +375,9 @@ struct ValueStreamTests {
     func laterFailureSkipped() async throws {
         let version = Locked(1)
         // The refetch after the invalidation (call 2) fails; the others answer.
-        let loader = TestLoader { request, call in
+        let loader = ScriptedOrigin { request, call in
             if call == 2 { throw URLError(.notConnectedToInternet) }
-            return (feedBody(version.withLock { $0 }), TestLoader.response(for: request, status: 200))
+            return ScriptedOrigin.Reply(status: 200, body: feedBody(version.withLock { $0 }))
         }
         let transport = makeTransport(loader: loader)
         var values = transport.values(Feed.self, for: request(url)).makeAsyncIterator()

@@ -4,19 +4,18 @@ import FoundationNetworking
 #endif
 import Testing
 @testable import TransportCache
+import TransportCacheTesting
 
 @Suite("Every Vary variant")
 struct VariantTests {
     let url = "https://api.example.com/greeting"
 
     /// A loader whose body names the `X-Flavor` it was asked for, with `Vary: X-Flavor`.
-    static func flavored() -> TestLoader {
-        TestLoader { request, call in
+    static func flavored() -> ScriptedOrigin {
+        ScriptedOrigin { request, call in
             let flavor = request.value(forHTTPHeaderField: "X-Flavor") ?? "-"
-            return (
-                Data("flavor=\(flavor) call=\(call)".utf8),
-                TestLoader.response(for: request, status: 200, headers: ["Vary": "X-Flavor"])
-            )
+            return ScriptedOrigin.Reply(
+                status: 200, headers: ["Vary": "X-Flavor"], body: Data("flavor=\(flavor) call=\(call)".utf8))
         }
     }
 
@@ -76,9 +75,9 @@ struct VariantTests {
     @Test("when the origin names other Vary headers, the older variants are dropped")
     func varyChangeDropsOlderVariants() async throws {
         let names = Locked("X-Flavor")
-        let loader = TestLoader { request, call in
+        let loader = ScriptedOrigin { request, call in
             let vary = names.withLock { $0 }
-            return (Data("call=\(call)".utf8), TestLoader.response(for: request, status: 200, headers: ["Vary": vary]))
+            return ScriptedOrigin.Reply(status: 200, headers: ["Vary": vary], body: Data("call=\(call)".utf8))
         }
         let transport = makeTransport(loader: loader)
         _ = try await transport.data(for: request(url, headers: ["X-Flavor": "a", "X-Size": "1"]))

@@ -17,7 +17,7 @@ import Glibc
 ///
 /// `@unchecked Sendable` is safe here: the value is only read or written inside ``withLock(_:)``, while the lock
 /// is held, and the lock and pointer are immutable after `init`.
-final class Locked<Value: Sendable>: @unchecked Sendable {
+package final class Locked<Value: Sendable>: @unchecked Sendable {
     // `@unchecked`: `value` is only read or written inside `withLock`, while the lock is held.
     #if canImport(Glibc)
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
@@ -26,7 +26,7 @@ final class Locked<Value: Sendable>: @unchecked Sendable {
     #endif
     private let value: UnsafeMutablePointer<Value>
 
-    init(_ value: Value) {
+    package init(_ value: Value) {
         self.value = .allocate(capacity: 1)
         self.value.initialize(to: value)
         #if canImport(Glibc)
@@ -52,7 +52,7 @@ final class Locked<Value: Sendable>: @unchecked Sendable {
 
     /// Runs `body` with exclusive access to the value. Never call back into the same lock from
     /// `body`, and never resume a continuation inside it.
-    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+    package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         #if canImport(Glibc)
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }

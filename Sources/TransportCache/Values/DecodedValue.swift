@@ -31,6 +31,9 @@ class AnyDecodedValue: @unchecked Sendable {
         retainedDecoder = decoder
     }
 
+    /// The name of the value's type, for ``CachedTransport/snapshot()``.
+    var typeName: String { "" }
+
     /// What a decoded value is charged against the byte budget beyond its body: the box, the
     /// table slot and the decoder reference.
     static let overhead = 64
@@ -45,6 +48,8 @@ final class DecodedValue<Value: Sendable>: AnyDecodedValue, @unchecked Sendable 
         self.value = value
         super.init(data: data, retaining: decoder)
     }
+
+    override var typeName: String { String(describing: Value.self) }
 }
 
 /// What an entry holds for one ``DecodedValueKey``.
@@ -137,6 +142,14 @@ struct DecodedValues {
 
     /// The bytes the kept values are charged.
     var cost: Int { items.reduce(0) { $0 + $1.slot.cost } }
+
+    /// The names of the types decoded and kept, most recently used first.
+    var typeNames: [String] {
+        items.compactMap { item in
+            guard case .decoded(let value, _) = item.slot else { return nil }
+            return value.typeName
+        }
+    }
 
     /// How many values are kept.
     var count: Int { items.reduce(0) { $0 + ($1.slot.isDecoded ? 1 : 0) } }

@@ -3,9 +3,10 @@ import Foundation
 import FoundationNetworking
 #endif
 @testable import TransportCache
+import TransportCacheTesting
 
 func makeTransport(
-    loader: TestLoader,
+    loader: ScriptedOrigin,
     clock: TestClock = TestClock(),
     _ configure: (inout CachedTransport.Configuration) -> Void = { _ in }
 ) -> CachedTransport {

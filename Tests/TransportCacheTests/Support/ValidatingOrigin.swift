@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 
 @testable import TransportCache
+import TransportCacheTesting
 
 /// An in-process origin whose resource has a version: it answers `200` with the current body and
 /// its validators, or `304` with no body when the request's `If-None-Match` or
@@ -46,7 +47,7 @@ final class ValidatingOrigin: Sendable {
         return formatter.string(from: date)
     }
 
-    var responder: TestLoader.Responder {
+    var responder: ScriptedOrigin.Responder {
         { [self] request, _ in
             let (version, extra) = state.withLock { ($0.version, $0.extraHeaders) }
             var headers = extra
@@ -64,10 +65,10 @@ final class ValidatingOrigin: Sendable {
             }
             if unchanged {
                 state.withLock { $0.notModified += 1 }
-                return (Data(), TestLoader.response(for: request, status: 304, headers: headers))
+                return ScriptedOrigin.Reply(status: 304, headers: headers, body: Data())
             }
             state.withLock { $0.full += 1 }
-            return (Self.body(version: version), TestLoader.response(for: request, status: 200, headers: headers))
+            return ScriptedOrigin.Reply(status: 200, headers: headers, body: Self.body(version: version))
         }
     }
 }

@@ -1,0 +1,125 @@
+import Foundation
+
+/// What a ``CachedTransport`` holds at one moment, entry by entry: for a debug screen or a log.
+///
+/// ```swift
+/// print(transport.snapshot())
+/// // URL                                  VARIANT               AGE  LIFETIME  VALIDATORS   BYTES  HITS  DECODED
+/// // https://api.example.com/articles     -                     12s  -         ETag "v3"    4,096     7  [Article]
+/// ```
+public struct CacheSnapshot: Sendable, CustomStringConvertible {
+    /// One stored response.
+    public struct Entry: Sendable, Hashable {
+        /// The URL it is stored for, normalised as the key is (scheme and host lowercased, the
+        /// default port and the fragment dropped).
+        public let url: URL
+        /// `GET` or `HEAD`.
+        public let method: String
+        /// The request header values this variant was fetched with, for the fields its response's
+        /// `Vary` names; empty when it does not vary.
+        public let variantHeaders: [String: String]
+        /// How old it is: by HTTP's age calculation when following HTTP caching, otherwise the
+        /// time since it was stored.
+        public let age: Duration
+        /// How long it stays fresh from when the origin made it; nil when it never expires (the
+        /// transport's default, `returnCacheDataElseLoad` without a maximum age).
+        public let freshnessLifetime: Duration?
+        /// Its `ETag`, sent back as `If-None-Match` to revalidate it.
+        public let entityTag: String?
+        /// Its `Last-Modified`, sent back as `If-Modified-Since` to revalidate it.
+        public let lastModified: String?
+        /// The bytes of its body.
+        public let bytes: Int
+        /// The requests it has answered from memory.
+        public let hits: Int
+        /// The types decoded from it and kept by decoded-value calls, most recently used first.
+        public let decodedTypes: [String]
+
+        /// True when it is within its freshness lifetime.
+        public var isFresh: Bool { freshnessLifetime.map { age < $0 } ?? true }
+    }
+
+    /// The entries, most recently used first.
+    public let entries: [Entry]
+
+    /// The snapshot as a table, one line per entry.
+    public var description: String {
+        let header = ["URL", "VARIANT", "AGE", "LIFETIME", "VALIDATORS", "BYTES", "HITS", "DECODED"]
+        let rows = entries.map { entry -> [String] in
+            let variant =
+                entry.variantHeaders.isEmpty
+                ? "-"
+                : entry.variantHeaders.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            var validators: [String] = []
+            if let entityTag = entry.entityTag { validators.append("ETag \(entityTag)") }
+            if entry.lastModified != nil { validators.append("Last-Modified") }
+            return [
+                (entry.method == "GET" ? "" : "\(entry.method) ") + entry.url.absoluteString,
+                variant,
+                Self.seconds(entry.age),
+                entry.freshnessLifetime.map(Self.seconds) ?? "-",
+                validators.isEmpty ? "-" : validators.joined(separator: ", "),
+                String(entry.bytes),
+                String(entry.hits),
+                entry.decodedTypes.isEmpty ? "-" : entry.decodedTypes.joined(separator: ", "),
+            ]
+        }
+        let all = [header] + rows
+        let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
+        let numeric: Set<Int> = [2, 3, 5, 6]
+        let lines = all.map { row in
+            row.indices.map { column in
+                let padding = String(repeating: " ", count: widths[column] - row[column].count)
+                return numeric.contains(column) ? padding + row[column] : row[column] + padding
+            }
+            .joined(separator: "  ")
+            .trimmingCharacters(in: .whitespaces)
+        }
+        return (lines + ["\(entries.count) entries, \(entries.reduce(0) { $0 + $1.bytes }) bytes"])
+            .joined(separator: "\n")
+    }
+
+    private static func seconds(_ duration: Duration) -> String {
+        "\(duration.components.seconds)s"
+    }
+}
+
+extension CachedTransport {
+    /// Every entry the transport holds now, most recently used first: URL, variant headers, age,
+    /// freshness lifetime, validators, bytes, hits and decoded types. `print` it for a table.
+    ///
+    /// Taken under the store's lock in one pass: O(n) in the entries, so for a debug screen, not
+    /// for every request.
+    public nonisolated func snapshot() -> CacheSnapshot {
+        let now = planner.policy.clock.now
+        let entries = store.state.withLock { state in
+            var entries: [CacheSnapshot.Entry] = []
+            entries.reserveCapacity(state.entries.count)
+            state.entries.forEachEntry { key, variants in
+                guard let url = URL(string: key.url) else { return }
+                for stored in variants.all {
+                    let sinceStored = now - stored.storedAt
+                    var variantHeaders: [String: String] = [:]
+                    for field in stored.selector.fields { variantHeaders[field.name] = field.value ?? "" }
+                    entries.append(
+                        CacheSnapshot.Entry(
+                            url: url,
+                            method: key.method,
+                            variantHeaders: variantHeaders,
+                            age: stored.currentAge(at: now) ?? sinceStored,
+                            freshnessLifetime: stored.expiresAt.map {
+                                $0 - stored.storedAt + (stored.initialAge ?? .zero)
+                            },
+                            entityTag: stored.entityTag,
+                            lastModified: stored.lastModified,
+                            bytes: stored.data.count,
+                            hits: stored.hits,
+                            decodedTypes: stored.decoded.typeNames
+                        ))
+                }
+            }
+            return entries
+        }
+        return CacheSnapshot(entries: entries)
+    }
+}

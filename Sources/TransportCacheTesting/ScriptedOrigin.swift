@@ -1,0 +1,239 @@
+import Foundation
+import TransportCache
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An origin in memory, for tests of code that uses a ``TransportCache/CachedTransport``: it
+/// answers each request from a script, counts every call, and can hold calls at a gate until the
+/// test lets them through, so that a test drives the transport with no server and no sleeping.
+///
+/// ```swift
+/// let origin = ScriptedOrigin()
+/// origin.respond(to: articlesURL, with: .init(headers: ["ETag": "\"v1\""], body: articlesJSON))
+/// let transport = CachedTransport(origin: origin)
+///
+/// _ = try await transport.data(from: articlesURL)
+/// _ = try await transport.data(from: articlesURL)
+/// #expect(origin.callCount(for: articlesURL) == 1)
+/// ```
+///
+/// A request with nothing scripted for its method and URL gets the answer of the responder given
+/// to ``init(gated:respond:holding:)``, or, without one, `404 Not Found`.
+///
+/// To age entries, give the transport a ``TransportCache/ManualCacheClock`` in its configuration
+/// and advance it.
+public final class ScriptedOrigin: Sendable {
+    /// One answer: a status, header fields and a body, after an optional delay; or a failure.
+    public struct Reply: Sendable {
+        /// The status code.
+        public var status: Int
+        /// The header fields.
+        public var headers: [String: String]
+        /// The body.
+        public var body: Data
+        /// How long to wait before answering (a real delay, cancelled with the load); prefer a
+        /// gate (``init(gated:respond:holding:)``) to hold an answer for as long as a test needs.
+        public var delay: Duration?
+        /// When set, the load fails with this error instead of answering.
+        public var failure: URLError?
+
+        /// An answer with `status`, `headers` and `body`.
+        public init(status: Int = 200, headers: [String: String] = [:], body: Data = Data(), delay: Duration? = nil) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+            self.delay = delay
+        }
+
+        /// An answer with `status`, `headers` and the UTF-8 bytes of `text`.
+        public init(status: Int = 200, headers: [String: String] = [:], text: String, delay: Duration? = nil) {
+            self.init(status: status, headers: headers, body: Data(text.utf8), delay: delay)
+        }
+
+        /// A load that fails with `URLError(code)`, as a dropped connection or an unreachable host
+        /// does.
+        public static func failure(_ code: URLError.Code, delay: Duration? = nil) -> Reply {
+            var reply = Reply(status: 0, delay: delay)
+            reply.failure = URLError(code)
+            return reply
+        }
+    }
+
+    /// Answers a request that has no script: the request and its call number (1 for the first
+    /// call the origin received).
+    public typealias Responder = @Sendable (_ request: URLRequest, _ call: Int) throws -> Reply
+
+    private struct Route: Hashable {
+        let method: String
+        let url: String
+    }
+
+    private struct State {
+        var scripts: [Route: [Reply]] = [:]
+        var calls: [URLRequest] = []
+        var gateOpen: Bool
+        var held: [Int: CheckedContinuation<Void, any Error>] = [:]
+        var cancelledCalls = 0
+        var callWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    }
+
+    private let state: Locked<State>
+    private let respond: Responder?
+    private let holding: @Sendable (URLRequest) -> Bool
+
+    /// - Parameters:
+    ///   - gated: start with the gate closed: calls wait until ``openGate()`` or
+    ///     ``release(_:)``.
+    ///   - respond: the answer to a request with no script; nil for `404 Not Found`.
+    ///   - holding: which calls a closed gate holds; others pass at once. Default: all.
+    public init(
+        gated: Bool = false,
+        respond: Responder? = nil,
+        holding: @escaping @Sendable (URLRequest) -> Bool = { _ in true }
+    ) {
+        state = Locked(State(gateOpen: !gated))
+        self.respond = respond
+        self.holding = holding
+    }
+
+    // MARK: - The script
+
+    /// Answers `method` requests to `url` with `replies`, one per call in order; the last one
+    /// answers every later call. Replaces any earlier script for them.
+    public func respond(to url: URL, method: String = "GET", with replies: Reply...) {
+        precondition(!replies.isEmpty, "a script needs at least one reply")
+        state.withLock { $0.scripts[Route(method: method, url: url.absoluteString)] = replies }
+    }
+
+    // MARK: - The gate
+
+    /// Closes the gate: later calls that ``init(gated:respond:holding:)``'s `holding` selects
+    /// wait until it opens.
+    public func closeGate() {
+        state.withLock { $0.gateOpen = false }
+    }
+
+    /// Lets every held call and every later one through.
+    public func openGate() {
+        let held = state.withLock { state in
+            state.gateOpen = true
+            defer { state.held.removeAll() }
+            return Array(state.held.values)
+        }
+        for continuation in held { continuation.resume() }
+    }
+
+    /// Lets call number `call` through if it is held, leaving the gate closed for the others.
+    public func release(_ call: Int) {
+        let continuation = state.withLock { $0.held.removeValue(forKey: call) }
+        continuation?.resume()
+    }
+
+    /// Suspends until at least `count` calls have arrived (held or answered).
+    public func waitForCalls(_ count: Int) async {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state in
+                if state.calls.count >= count { return true }
+                state.callWaiters.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    // MARK: - What it received
+
+    /// Every call, in the order it arrived.
+    public var calls: [URLRequest] { state.withLock { $0.calls } }
+
+    /// How many calls arrived.
+    public var callCount: Int { state.withLock { $0.calls.count } }
+
+    /// How many calls arrived for `url`, with `method` when given.
+    public func callCount(for url: URL, method: String? = nil) -> Int {
+        callCount(for: url.absoluteString, method: method)
+    }
+
+    /// How many calls arrived for the URL `url`, with `method` when given.
+    public func callCount(for url: String, method: String? = nil) -> Int {
+        state.withLock { state in
+            state.calls.count { request in
+                request.url?.absoluteString == url && (method == nil || (request.httpMethod ?? "GET") == method)
+            }
+        }
+    }
+
+    /// Calls that were cancelled while held at the gate.
+    public var cancelledCalls: Int { state.withLock { $0.cancelledCalls } }
+
+    // MARK: - Answering
+
+    /// Answers `request` as the script says, after the gate and the reply's delay.
+    func answer(_ request: URLRequest) async throws -> (Data, URLResponse) {
+        let (call, scripted, ready) = state.withLock { state in
+            state.calls.append(request)
+            let count = state.calls.count
+            let ready = state.callWaiters.filter { $0.count <= count }.map(\.continuation)
+            state.callWaiters.removeAll { $0.count <= count }
+            let route = Route(method: request.httpMethod ?? "GET", url: request.url?.absoluteString ?? "")
+            var scripted: Reply?
+            if var replies = state.scripts[route] {
+                scripted = replies[0]
+                if replies.count > 1 {
+                    replies.removeFirst()
+                    state.scripts[route] = replies
+                }
+            }
+            return (count, scripted, ready)
+        }
+        for continuation in ready { continuation.resume() }
+        if holding(request) { try await passGate(call) }
+        guard let url = request.url else { throw URLError(.badURL) }
+        let reply = try scripted ?? respond?(request, call) ?? Reply(status: 404, text: "not scripted")
+        if let delay = reply.delay { try await Task.sleep(for: delay) }
+        if let failure = reply.failure { throw failure }
+        guard
+            let response = HTTPURLResponse(
+                url: url, statusCode: reply.status, httpVersion: "HTTP/1.1", headerFields: reply.headers)
+        else { throw URLError(.badServerResponse) }
+        return (reply.body, response)
+    }
+
+    private func passGate(_ call: Int) async throws {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let proceed = state.withLock { state in
+                    if state.gateOpen { return true }
+                    state.held[call] = continuation
+                    return false
+                }
+                if proceed { continuation.resume() }
+            }
+        } onCancel: {
+            let continuation = state.withLock { state in
+                let continuation = state.held.removeValue(forKey: call)
+                if continuation != nil { state.cancelledCalls += 1 }
+                return continuation
+            }
+            continuation?.resume(throwing: URLError(.cancelled))
+        }
+    }
+}
+
+extension ScriptedOrigin: NetworkLoading {
+    package func load(_ request: URLRequest) async throws -> (Data, URLResponse) {
+        try await answer(request)
+    }
+}
+
+extension CachedTransport {
+    /// Makes a transport whose every request goes to `origin` instead of the network: for tests.
+    ///
+    /// It behaves as a transport with the same configuration does against a real origin:
+    /// coalescing, storing (what the origin marks `no-cache` too, unless the header override is
+    /// narrowed or off), revalidating, invalidating and reporting outcomes.
+    public init(configuration: Configuration = .init(), origin: ScriptedOrigin) {
+        self.init(configuration: configuration, loader: origin)
+    }
+}
