@@ -1,0 +1,149 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+@testable import TransportCache
+import TransportCacheTesting
+
+@Suite("Events")
+struct EventTests {
+    let url = "https://api.example.com/feed"
+
+    /// The next `count` events of `iterator`.
+    func next(_ count: Int, of iterator: inout AsyncStream<CacheEvent>.Iterator) async -> [CacheEvent] {
+        var events: [CacheEvent] = []
+        for _ in 0..<count {
+            guard let event = await iterator.next() else { break }
+            events.append(event)
+        }
+        return events
+    }
+
+    /// A short name of each kind, to compare sequences.
+    func names(_ events: [CacheEvent]) -> [String] {
+        events.map { event in
+            switch event.kind {
+            case .answered: "answered"
+            case .failed: "failed"
+            case .fetchStarted: "fetchStarted"
+            case .fetchEnded: "fetchEnded"
+            case .stored: "stored"
+            case .notStored: "notStored"
+            case .evicted: "evicted"
+            case .invalidated: "invalidated"
+            case .decoded: "decoded"
+            }
+        }
+    }
+
+    @Test("a miss reports its fetch, its store and its answer in that order; a hit its answer")
+    func missThenHit() async throws {
+        let transport = makeTransport(loader: echoOrigin())
+        var events = transport.events().makeAsyncIterator()
+        let (data, _) = try await transport.data(for: request(url))
+        _ = try await transport.data(for: request(url))
+        let seen = await next(5, of: &events)
+        #expect(names(seen) == ["fetchStarted", "fetchEnded", "stored", "answered", "answered"])
+        #expect(seen.allSatisfy { $0.url.absoluteString == url })
+        if case .fetchStarted(let reason, let conditional) = seen[0].kind {
+            #expect(reason == .noEntry)
+            #expect(!conditional)
+        }
+        if case .fetchEnded(let status, let bytes, _) = seen[1].kind {
+            #expect(status == 200)
+            #expect(bytes == data.count)
+        }
+        if case .stored(let bytes, let changedBytes) = seen[2].kind {
+            #expect(bytes == data.count)
+            #expect(changedBytes)
+        }
+        if case .answered(let outcome) = seen[3].kind { #expect(outcome.source == .network(.noEntry)) }
+        if case .answered(let outcome) = seen[4].kind { #expect(outcome == CacheOutcome(source: .memory(.fresh))) }
+    }
+
+    @Test("failures, refusals to store, invalidations, evictions and decodes are reported")
+    func otherKinds() async throws {
+        struct Item: Decodable, Sendable { let name: String }
+        let origin = ScriptedOrigin { request, call in
+            switch request.url?.path {
+            case "/fail": .failure(.cannotConnectToHost)
+            case "/cookie": .init(headers: ["Set-Cookie": "s=1"], text: "cookie")
+            case "/item": .init(text: #"{"name":"one"}"#)
+            default: .init(body: Data(repeating: 0x61, count: 300))
+            }
+        }
+        let transport = makeTransport(loader: origin) {
+            $0.memoryCapacity = 2_000
+            $0.maximumEntryShare = 1
+        }
+        var events = transport.events().makeAsyncIterator()
+
+        _ = try? await transport.data(for: request("https://api.example.com/fail"))
+        let failure = await next(3, of: &events)
+        #expect(names(failure) == ["fetchStarted", "fetchEnded", "failed"])
+        if case .failed(let outcome, let error) = failure[2].kind {
+            #expect(outcome?.source == .network(.noEntry))
+            #expect((error as? URLError)?.code == .cannotConnectToHost)
+        }
+
+        _ = try await transport.data(for: request("https://api.example.com/cookie"))
+        let refused = await next(4, of: &events)
+        #expect(names(refused) == ["fetchStarted", "fetchEnded", "notStored", "answered"])
+        if case .notStored(let reason) = refused[2].kind { #expect(reason == .setsCookie) }
+
+        _ = try await transport.value(Item.self, for: request("https://api.example.com/item"))
+        let decoded = await next(5, of: &events)
+        #expect(names(decoded) == ["fetchStarted", "fetchEnded", "stored", "answered", "decoded"])
+        if case .decoded(let type) = decoded[4].kind { #expect(type == "Item") }
+
+        transport.invalidate(request("https://api.example.com/item"))
+        let invalidated = await next(1, of: &events)
+        #expect(names(invalidated) == ["invalidated"])
+        #expect(invalidated.first?.url.absoluteString == "https://api.example.com/item")
+
+        // Each entry is charged about 600 bytes: the fourth evicts the first.
+        for index in 0..<4 { _ = try await transport.data(for: request("https://api.example.com/big/\(index)")) }
+        let filling = await next(17, of: &events)
+        #expect(names(filling).filter { $0 == "evicted" }.count == 1)
+        #expect(filling.first { names([$0]) == ["evicted"] }?.url.absoluteString == "https://api.example.com/big/0")
+    }
+
+    @Test("with no stream registered the store is not observed; a stream observes it until dropped")
+    func observedOnlyWhileRegistered() async throws {
+        let transport = makeTransport(loader: echoOrigin())
+        let observed = { transport.store.state.withLock { $0.isObserved } }
+        #expect(!observed())
+        do {
+            let stream = transport.events()
+            _ = stream
+            #expect(observed())
+        }
+        await waitUntil { !observed() }
+        _ = try await transport.data(for: request(url))
+        #expect(!observed())
+    }
+
+    @Test("a stream nobody reads keeps only the newest events and never blocks a request")
+    func boundedBuffer() async throws {
+        let transport = makeTransport(loader: echoOrigin()) { $0.changeBufferLimit = 5 }
+        var slow = transport.events().makeAsyncIterator()
+        _ = try await transport.data(for: request(url))
+        for _ in 0..<100 { _ = try await transport.data(for: request(url)) }
+        _ = try await transport.data(for: request(url, policy: .reloadIgnoringLocalCacheData))
+        // The newest five: the last hit, then the reload's fetch, store and answer.
+        let kept = await next(5, of: &slow)
+        #expect(names(kept) == ["answered", "fetchStarted", "fetchEnded", "stored", "answered"])
+    }
+
+    @Test("an event reads as one line")
+    func description() {
+        let url = URL(string: "https://api.example.com/feed")!
+        #expect(
+            CacheEvent(url: url, kind: .answered(CacheOutcome(source: .memory(.fresh)))).description
+                == "answered https://api.example.com/feed: memory (fresh)")
+        #expect(
+            CacheEvent(url: url, kind: .notStored(.status(404))).description
+                == "not stored https://api.example.com/feed: status 404")
+    }
+}
