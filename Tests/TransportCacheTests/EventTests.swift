@@ -109,6 +109,30 @@ struct EventTests {
         #expect(filling.first { names([$0]) == ["evicted"] }?.url.absoluteString == "https://api.example.com/big/0")
     }
 
+    @Test("a revalidation confirmed by a 304 reports the conditional fetch and the entry it kept")
+    func notModified() async throws {
+        let origin = ValidatingOrigin()
+        let clock = TestClock()
+        let transport = makeTransport(loader: ScriptedOrigin(respond: origin.responder), clock: clock) {
+            $0.maximumAge = .seconds(60)
+        }
+        _ = try await transport.data(for: request(url))
+        var events = transport.events().makeAsyncIterator()
+        clock.advance(by: .seconds(61))
+        _ = try await transport.data(for: request(url))
+        let seen = await next(4, of: &events)
+        #expect(names(seen) == ["fetchStarted", "fetchEnded", "stored", "answered"])
+        if case .fetchStarted(let reason, let conditional) = seen[0].kind {
+            #expect(reason == .expired)
+            #expect(conditional)
+        }
+        if case .fetchEnded(let status, let bytes, _) = seen[1].kind {
+            #expect(status == 304)
+            #expect(bytes == 0)
+        }
+        if case .stored(_, let changedBytes) = seen[2].kind { #expect(!changedBytes) }
+    }
+
     @Test("with no stream registered the store is not observed; a stream observes it until dropped")
     func observedOnlyWhileRegistered() async throws {
         let transport = makeTransport(loader: echoOrigin())

@@ -66,7 +66,7 @@ struct OutcomeTests {
         clock.advance(by: .seconds(70))
         failing.withLock { $0 = true }
         let stale = try await outcome(transport, request(url))
-        #expect(stale.source == .memory(.staleAfterFailure(URLError(.notConnectedToInternet))))
+        #expect(stale.source == .memory(.staleAfterFailure(.notConnectedToInternet)))
         #expect(stale.networkDuration != nil)
         #expect(stale.storage == nil)
         #expect(!stale.isFromMemory)

@@ -45,9 +45,10 @@ public struct CacheOutcome: Sendable, Hashable, CustomStringConvertible {
         case staleAccepted
         /// It is within its stale-while-revalidate window: a background revalidation started.
         case staleWhileRevalidate
-        /// The fetch failed with this error, and the entry answered instead
-        /// (``CachedTransport/Configuration/staleIfError``).
-        case staleAfterFailure(URLError)
+        /// The fetch failed with an error of this code, and the entry answered instead
+        /// (``CachedTransport/Configuration/staleIfError``). A code rather than the error, so that
+        /// a reason stays a plain value, which a hit copies for nothing.
+        case staleAfterFailure(URLError.Code)
 
         /// A short phrase, as in the outcome's own description.
         public var description: String {
@@ -55,7 +56,7 @@ public struct CacheOutcome: Sendable, Hashable, CustomStringConvertible {
             case .fresh: "fresh"
             case .staleAccepted: "stale, accepted"
             case .staleWhileRevalidate: "stale, revalidating"
-            case .staleAfterFailure(let error): "stale after failure \(error.code.rawValue)"
+            case .staleAfterFailure(let code): "stale after failure \(code.rawValue)"
             }
         }
     }

@@ -60,13 +60,15 @@ final class Committer: Sendable {
     /// ``CacheChange/updated(_:)`` when its bytes changed. Call with the in-flight lock held.
     func commitFetched(_ data: Data, response: URLResponse, for fetch: Fetch) -> CacheOutcome.Storage {
         let storage = write(data, response: response, for: fetch)
-        if let url = fetch.request.url {
-            switch storage {
-            case .stored(let changedBytes): reporter.stored(url, bytes: data.count, changedBytes: changedBytes)
-            case .notStored(let reason): reporter.notStored(url, reason)
-            }
-        }
+        if let url = fetch.request.url { report(storage, of: url, bytes: data.count) }
         return storage
+    }
+
+    private func report(_ storage: CacheOutcome.Storage, of url: URL, bytes: Int) {
+        switch storage {
+        case .stored(let changedBytes): reporter.stored(url, bytes: bytes, changedBytes: changedBytes)
+        case .notStored(let reason): reporter.notStored(url, reason)
+        }
     }
 
     private func write(_ data: Data, response: URLResponse, for fetch: Fetch) -> CacheOutcome.Storage {
@@ -91,6 +93,16 @@ final class Committer: Sendable {
     ///   `Set-Cookie`, never stored) and what became of the entry, or nil when `validated` is no
     ///   longer stored.
     func commitNotModified(_ notModified: HTTPURLResponse, confirming validated: StoredResponse, for fetch: Fetch)
+        -> (data: Data, response: URLResponse, storage: CacheOutcome.Storage)?
+    {
+        let confirmed = merge(notModified, confirming: validated, for: fetch)
+        if let confirmed, let url = fetch.request.url {
+            report(confirmed.storage, of: url, bytes: confirmed.data.count)
+        }
+        return confirmed
+    }
+
+    private func merge(_ notModified: HTTPURLResponse, confirming validated: StoredResponse, for fetch: Fetch)
         -> (data: Data, response: URLResponse, storage: CacheOutcome.Storage)?
     {
         let merged = NotModifiedMerge.merge(

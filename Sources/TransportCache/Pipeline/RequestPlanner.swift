@@ -96,7 +96,7 @@ struct RequestPlanner: Sendable {
         else { return nil }
         store.record { $0.staleAnswers += 1 }
         var outcome = outcome
-        outcome.source = .memory(.staleAfterFailure(error))
+        outcome.source = .memory(.staleAfterFailure(error.code))
         outcome.storage = nil
         let response = HTTPResponseBuilder.stale(
             stored.response, value: String(error.code.rawValue), outcome: outcome)

@@ -202,7 +202,7 @@ public actor CachedTransport {
     /// Hands over a stored answer to `request`, starting its background revalidation when it was
     /// answered within the stale-while-revalidate window.
     nonisolated func answered(_ answer: MemoryAnswer, to request: URLRequest) -> (Data, URLResponse) {
-        if answer.reason == .staleWhileRevalidate { revalidateInBackground(answer, of: request) }
+        if case .staleWhileRevalidate = answer.reason { revalidateInBackground(answer, of: request) }
         return (answer.data, answer.response)
     }
 
