@@ -4,7 +4,7 @@ import TransportCache
 import FoundationNetworking
 #endif
 
-/// An origin in memory, for tests of code that uses a ``TransportCache/CachedTransport``: it
+/// An origin in memory, for tests of code that uses a `CachedTransport`: it
 /// answers each request from a script, counts every call, and can hold calls at a gate until the
 /// test lets them through, so that a test drives the transport with no server and no sleeping.
 ///
@@ -21,7 +21,7 @@ import FoundationNetworking
 /// A request with nothing scripted for its method and URL gets the answer of the responder given
 /// to ``init(gated:respond:holding:)``, or, without one, `404 Not Found`.
 ///
-/// To age entries, give the transport a ``TransportCache/ManualCacheClock`` in its configuration
+/// To age entries, give the transport a `ManualCacheClock` in its configuration
 /// and advance it.
 public final class ScriptedOrigin: Sendable {
     /// One answer: a status, header fields and a body, after an optional delay; or a failure.
