@@ -10,6 +10,7 @@ let package = Package(
         .executable(name: "transport-demo", targets: ["transport-demo"]),
         .executable(name: "transport-proxy", targets: ["transport-proxy"]),
         .library(name: "TransportCacheOpenAPI", targets: ["TransportCacheOpenAPI"]),
+        .library(name: "TransportCacheLogging", targets: ["TransportCacheLogging"]),
     ],
     dependencies: [
         .package(name: "TransportCache", path: ".."),
@@ -20,6 +21,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
         .package(url: "https://github.com/apple/swift-openapi-urlsession", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .target(
@@ -44,7 +46,20 @@ let package = Package(
         ),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["LoopbackOrigin", .product(name: "TransportCache", package: "TransportCache")]
+            dependencies: [
+                "LoopbackOrigin",
+                "TransportCacheLogging",
+                .product(name: "TransportCache", package: "TransportCache"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Logs what a `CachedTransport` does through swift-log: a line per request, with its outcome.
+        .target(
+            name: "TransportCacheLogging",
+            dependencies: [
+                .product(name: "TransportCache", package: "TransportCache"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // A `ClientTransport` over `CachedTransport`, for clients made by swift-openapi-generator.
         .target(

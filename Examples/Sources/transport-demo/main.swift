@@ -23,6 +23,14 @@ func plainSession() -> URLSession {
     return URLSession(configuration: configuration)
 }
 
+/// A request for `url` with `method` and `headers`.
+func request(_ url: URL, method: String = "GET", headers: [String: String] = [:]) -> URLRequest {
+    var request = URLRequest(url: url)
+    request.httpMethod = method
+    for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+    return request
+}
+
 extension Data {
     /// The `version=N` part of an origin body.
     var version: String {
@@ -118,11 +126,34 @@ print(
 
     """)
 
+// 4. Why: every answer says where it came from and why (`response(for:)`, or `response.cacheOutcome`).
+let comments = origin.url("/comments")
+let steps = [
+    ("GET /comments", request(comments)),
+    ("GET /comments again", request(comments)),
+    ("GET /comments, Cache-Control: no-cache", request(comments, headers: ["Cache-Control": "no-cache"])),
+    ("POST /comments", request(comments, method: "POST")),
+    ("GET /comments after the POST", request(comments)),
+    ("GET /feed after its refresh", request(feed)),
+]
+print("4. Why each answer came from memory or the network")
+for (label, request) in steps {
+    let (_, _, outcome) = try await transport.response(for: request)
+    print("   \(label.padding(toLength: 40, withPad: " ", startingAt: 0))\(outcome)")
+}
+print()
+
 let statistics = transport.statistics
 print(
     """
     CachedTransport statistics: \(statistics.requests) requests, \(statistics.memoryHits) memory hits, \
     \(statistics.networkFetches) network fetches, \(statistics.coalescedJoins) coalesced joins, \(statistics.stores) stores
+    """)
+print(
+    """
+
+    What the transport holds now (transport.snapshot()):
+    \(transport.snapshot())
     """)
 plain.invalidateAndCancel()
 await origin.stop()
