@@ -9,12 +9,22 @@ import FoundationNetworking
 /// everything built on them (the OpenAPI adapter, `values` streams) ask it, and perform the
 /// ``Plan`` it returns. Answering from memory is decided here with the ``FreshnessPolicy``, in one
 /// locked lookup that also counts the request.
-struct RequestPlanner: Sendable {
+///
+/// A class, so that the closure a hit's lookup runs captures one reference: as a struct, its
+/// fields were copied, retained and released on every hit.
+final class RequestPlanner: Sendable {
     let keyHeaders: KeyHeaders
     let policy: FreshnessPolicy
     let store: ResponseStore
     /// ``CachedTransport/Configuration/staleIfError``.
     let answersStaleOnError: Bool
+
+    init(keyHeaders: KeyHeaders, policy: FreshnessPolicy, store: ResponseStore, answersStaleOnError: Bool) {
+        self.keyHeaders = keyHeaders
+        self.policy = policy
+        self.store = store
+        self.answersStaleOnError = answersStaleOnError
+    }
 
     /// The plan for `request`; `refreshing` for ``CachedTransport/refresh(_:)``.
     /// - Throws: `URLError(.badURL)` for a request without a URL.

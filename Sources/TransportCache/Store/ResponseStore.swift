@@ -55,7 +55,9 @@ final class ResponseStore: Sendable {
     /// - Returns: the accepted variant, the verdict, and whether anyone listens to the transport's
     ///   events (read under the same lock).
     /// - Complexity: O(1): one hash lookup under the lock, plus a scan of the key's few variants
-    ///   when its responses select on request fields.
+    ///   when its responses select on request fields. Inlined into the hit path, so that the
+    ///   judge runs without a call or a closure context of its own.
+    @inline(__always)
     func lookup<Verdict>(
         _ key: CacheKey,
         selectedBy requestFields: [String: String]?,
