@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Counts the instructions of one hit (CachedTransport.data(for:) answered from memory) with
-# valgrind's callgrind, beside one Dictionary<String, Data> lookup, its floor. Instruction counts do
+# valgrind's callgrind, beside one Dictionary<String, Data> lookup, its floor, and one hit while an
+# events() listener reads every event (the listener's work included). Instruction counts do
 # not move with the load of a shared machine the way times do, so they compare runs and commits.
 #
 #     Benchmarks/scripts/hit-instructions.sh [COUNT]      # default 20000 operations each
@@ -29,10 +30,12 @@ instructions() {
 
 hit=$(instructions hit)
 lookup=$(instructions dictionary)
-python3 - "$hit" "$lookup" "$count" <<'PY'
+listening=$(instructions hit-listening)
+python3 - "$hit" "$lookup" "$listening" "$count" <<'PY'
 import sys
-hit, lookup, count = (int(value) for value in sys.argv[1:])
+hit, lookup, listening, count = (int(value) for value in sys.argv[1:])
 print(f"instructions per hit: {hit / count:.0f}")
 print(f"instructions per Dictionary<String, Data> lookup: {lookup / count:.0f}")
 print(f"ratio: {hit / lookup:.1f}x")
+print(f"instructions per hit with one events() listener: {listening / count:.0f}")
 PY

@@ -67,10 +67,14 @@ def fmt_time(value):
 
 
 def instruction_counts(text):
-    """(per hit, per Dictionary lookup) from the output of hit-instructions.sh, or None."""
+    """(per hit, per Dictionary lookup, per hit with a listener or None) from the output of
+    hit-instructions.sh, or None."""
     hit = re.search(r"instructions per hit: (\d+)", text)
     lookup = re.search(r"instructions per Dictionary<String, Data> lookup: (\d+)", text)
-    return (int(hit.group(1)), int(lookup.group(1))) if hit and lookup else None
+    listening = re.search(r"instructions per hit with one events\(\) listener: (\d+)", text)
+    if not (hit and lookup):
+        return None
+    return int(hit.group(1)), int(lookup.group(1)), int(listening.group(1)) if listening else None
 
 
 MISS_PAIR = "Miss: CachedTransport.data(for:) and URLSession.data(for:) in turn, a new URL each time"
@@ -109,10 +113,18 @@ def rows(results, instructions=None):
         out.append(("Hit vs the physical limit", fmt_time(hit), f"Dictionary<String, Data> {fmt_time(dictionary)}",
                     f"{ratio:.1f}×", "within 5×", ratio <= 5, ratio / 5))
     if instructions:
-        per_hit, per_lookup = instructions
+        per_hit, per_lookup, per_listened_hit = instructions
         # Recorded beside the time so that later changes can be compared on a shared machine.
         out.append(("Instructions per hit (callgrind)", f"{per_hit:,}", f"Dictionary<String, Data> {per_lookup:,}",
-                    f"{per_hit / per_lookup:.1f}×", "— (recorded for comparison)", None, None))
+                    f"{per_hit / per_lookup:.1f}×", "within 3×", per_hit <= 3 * per_lookup, per_hit / (3 * per_lookup)))
+        if per_listened_hit:
+            out.append(("Instructions per hit with one events() listener", f"{per_listened_hit:,}",
+                        f"hit without a listener {per_hit:,}", f"{per_listened_hit / per_hit:.1f}×",
+                        "— (the cost of listening)", None, None))
+    listened = seconds(results, "Hit: CachedTransport.data(for:) with one events() listener")
+    if hit and listened:
+        out.append(("Hit with one events() listener", fmt_time(listened), f"hit without a listener {fmt_time(hit)}",
+                    f"{listened / hit:.1f}×", "— (the cost of listening)", None, None))
     mallocs = metric(results, "Hit: CachedTransport.data(for:)", "Malloc (total)")
     session_mallocs = metric(results, "Hit: URLSession.data(for:) from URLCache", "Malloc (total)")
     if mallocs is not None:

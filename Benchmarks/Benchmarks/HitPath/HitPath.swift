@@ -57,6 +57,26 @@ let benchmarks: @Sendable () -> Void = {
         try await stopOrigin()
     }
 
+    Benchmark("Hit: CachedTransport.data(for:) with one events() listener", configuration: perHit) { benchmark in
+        let request = hotRequests.value[7]
+        let transport = transport.value
+        // A listener that reads every event, as a log would; its own work runs beside the hits.
+        // The stream is registered here, before the hits, not whenever its task first runs.
+        let events = transport.events()
+        let listener = Task.detached { for await event in events { blackHole(event) } }
+        let iterations = benchmark.scaledIterations
+        benchmark.startMeasurement()
+        try await Task.detached {
+            for _ in iterations { blackHole(try await transport.data(for: request)) }
+        }.value
+        benchmark.stopMeasurement()
+        listener.cancel()
+    } setup: {
+        try await startOrigin()
+    } teardown: {
+        try await stopOrigin()
+    }
+
     Benchmark("Hit: Dictionary<String, Data> lookup", configuration: perHit) { benchmark in
         let keys = hotRequests.value.map { $0.url!.absoluteString }
         var dictionary: [String: Data] = [:]

@@ -11,6 +11,8 @@ import TransportCache
 // (`perf record -e cpu-clock`, `valgrind --tool=callgrind`), which the harness would drown out.
 //
 //     PathWorkload hit 100000          100,000 hits, over 1,000 stored entries in turn
+//     PathWorkload hit-listening 100000
+//                                      the same with one events() listener reading every event
 //     PathWorkload dictionary 100000   100,000 Dictionary<String, Data> lookups, the same way
 //     PathWorkload hot-hit 100000      100,000 hits on one entry, as the benchmark (and hot-dictionary)
 //     PathWorkload miss 2000           2,000 misses, each a new URL
@@ -35,7 +37,7 @@ let arguments = CommandLine.arguments.dropFirst()
 guard let mode = arguments.first, let count = arguments.dropFirst().first.flatMap(Int.init) else {
     FileHandle.standardError.write(
         Data(
-            "usage: PathWorkload hit|dictionary|hot-hit|hot-dictionary|miss|plain-miss|miss-alternating|slow-miss|plain-slow-miss|coalesce|coalesce-warm|floor COUNT [ROUNDS]\n"
+            "usage: PathWorkload hit|hit-listening|dictionary|hot-hit|hot-dictionary|miss|plain-miss|miss-alternating|slow-miss|plain-slow-miss|coalesce|coalesce-warm|floor COUNT [ROUNDS]\n"
                 .utf8))
     exit(2)
 }
@@ -111,7 +113,7 @@ func run() async throws {
     let clock = ContinuousClock()
     var elapsed = Duration.zero
     switch mode {
-    case "hit":
+    case "hit", "hit-listening":
         // As in the benchmark, 1,000 stored entries; each is asked for in turn, so that the count
         // does not depend on how one key's hash happens to fall (the origin's port changes it).
         let transport = CachedTransport()
@@ -119,7 +121,12 @@ func run() async throws {
         try await prime(transport, with: all)
         // Hits need no origin; stopped, its timers do not run during the count.
         await origin.stop()
+        // A listener that reads every event, as a log would: its own work is counted too. The
+        // stream is registered here, before the hits, not whenever its task first runs.
+        let events = mode == "hit-listening" ? transport.events() : nil
+        let listener = events.map { events in Task.detached { for await event in events { blackHole(event) } } }
         elapsed = try await clock.measure { try await hits(transport, all, count: count) }
+        listener?.cancel()
     case "hot-hit":
         // As in the benchmark: one of 1,000 stored entries asked for again and again.
         let transport = CachedTransport()

@@ -212,8 +212,13 @@ extension CachedTransport {
                     {
                         let source: CacheOutcome.Source =
                             revalidated == nil ? .network(waiter.reason) : .revalidated(waiter.reason)
-                        answers[position] = answer(outcome(of: waiter, source, storage)) {
-                            .success((data, HTTPResponseBuilder.answer(response, outcome: $0)))
+                        answers[position] = answer(outcome(of: waiter, source, storage)) { outcome in
+                            // The first outcome takes the fetched response itself when it can
+                            // carry one: a copy costs Foundation a canonicalisation of every field.
+                            if let fetched = response as? TransportHTTPURLResponse, fetched.settle(outcome) {
+                                return .success((data, fetched))
+                            }
+                            return .success((data, HTTPResponseBuilder.answer(response, outcome: outcome)))
                         }
                     } else {
                         unmatched.append(waiter)

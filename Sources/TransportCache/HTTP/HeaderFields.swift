@@ -84,7 +84,9 @@ extension HTTPURLResponse {
 /// the cost of the entry) reads these fields instead of asking the response again, and the
 /// transport does not apply the override a second time to a response that already went through it.
 ///
-/// `@unchecked Sendable` is safe here: every property is set in the initializers and never changed.
+/// `@unchecked Sendable` is safe here: every property is set in the initializers and never changed,
+/// except ``outcome``, which ``settle(_:)`` sets at most once, under the transport's in-flight lock,
+/// before the response reaches any caller.
 final class TransportHTTPURLResponse: HTTPURLResponse, @unchecked Sendable {
     private(set) var headerFields: HeaderFields
     /// Rewritten by the header override with a `max-age` above zero, so rewriting it again would
@@ -100,6 +102,15 @@ final class TransportHTTPURLResponse: HTTPURLResponse, @unchecked Sendable {
         super.init(
             url: url, statusCode: statusCode, httpVersion: HTTPResponseBuilder.httpVersion,
             headerFields: headerFields.fields)
+    }
+
+    /// Gives a response that carries no outcome yet (one the header override made for one load)
+    /// the outcome of the answer it becomes, so that the answer needs no copy of its own.
+    /// - Returns: false, changing nothing, when it already carries one.
+    func settle(_ outcome: CacheOutcome) -> Bool {
+        guard self.outcome == nil else { return false }
+        self.outcome = outcome
+        return true
     }
 
     required init?(coder: NSCoder) {
