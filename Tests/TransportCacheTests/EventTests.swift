@@ -20,21 +20,9 @@ struct EventTests {
         return events
     }
 
-    /// A short name of each kind, to compare sequences.
+    /// The kinds' names, to compare sequences.
     func names(_ events: [CacheEvent]) -> [String] {
-        events.map { event in
-            switch event.kind {
-            case .answered: "answered"
-            case .failed: "failed"
-            case .fetchStarted: "fetchStarted"
-            case .fetchEnded: "fetchEnded"
-            case .stored: "stored"
-            case .notStored: "notStored"
-            case .evicted: "evicted"
-            case .invalidated: "invalidated"
-            case .decoded: "decoded"
-            }
-        }
+        events.map(\.kind.name)
     }
 
     @Test("a miss reports its fetch, its store and its answer in that order; a hit its answer")

@@ -34,6 +34,18 @@ private func stopOrigin() async throws {
     transport.clear()
 }
 
+/// Times `benchmark`'s iterations of a hit on one of the stored entries, from a detached task.
+private func measureHits(_ benchmark: Benchmark) async throws {
+    let request = hotRequests.value[7]
+    let transport = transport.value
+    let iterations = benchmark.scaledIterations
+    benchmark.startMeasurement()
+    try await Task.detached {
+        for _ in iterations { blackHole(try await transport.data(for: request)) }
+    }.value
+    benchmark.stopMeasurement()
+}
+
 let benchmarks: @Sendable () -> Void = {
     let perHit = Benchmark.Configuration(
         metrics: [.wallClock, .mallocCountTotal, .instructions],
@@ -43,14 +55,7 @@ let benchmarks: @Sendable () -> Void = {
     )
 
     Benchmark("Hit: CachedTransport.data(for:)", configuration: perHit) { benchmark in
-        let request = hotRequests.value[7]
-        let transport = transport.value
-        let iterations = benchmark.scaledIterations
-        benchmark.startMeasurement()
-        try await Task.detached {
-            for _ in iterations { blackHole(try await transport.data(for: request)) }
-        }.value
-        benchmark.stopMeasurement()
+        try await measureHits(benchmark)
     } setup: {
         try await startOrigin()
     } teardown: {
@@ -58,18 +63,11 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     Benchmark("Hit: CachedTransport.data(for:) with one events() listener", configuration: perHit) { benchmark in
-        let request = hotRequests.value[7]
-        let transport = transport.value
         // A listener that reads every event, as a log would; its own work runs beside the hits.
         // The stream is registered here, before the hits, not whenever its task first runs.
-        let events = transport.events()
+        let events = transport.value.events()
         let listener = Task.detached { for await event in events { blackHole(event) } }
-        let iterations = benchmark.scaledIterations
-        benchmark.startMeasurement()
-        try await Task.detached {
-            for _ in iterations { blackHole(try await transport.data(for: request)) }
-        }.value
-        benchmark.stopMeasurement()
+        try await measureHits(benchmark)
         listener.cancel()
     } setup: {
         try await startOrigin()

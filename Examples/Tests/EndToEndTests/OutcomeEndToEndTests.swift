@@ -605,20 +605,3 @@ private func verify(
     #expect(outcome.storage == storage, "\(outcome)", sourceLocation: sourceLocation)
     #expect((outcome.networkDuration != nil) == sentRequest, "\(outcome)", sourceLocation: sourceLocation)
 }
-
-extension CacheEvent.Kind {
-    /// The case's name, to compare sequences of events.
-    var name: String {
-        switch self {
-        case .answered: "answered"
-        case .failed: "failed"
-        case .fetchStarted: "fetchStarted"
-        case .fetchEnded: "fetchEnded"
-        case .stored: "stored"
-        case .notStored: "notStored"
-        case .evicted: "evicted"
-        case .invalidated: "invalidated"
-        case .decoded: "decoded"
-        }
-    }
-}

@@ -34,6 +34,22 @@ public struct CacheEvent: Sendable, CustomStringConvertible {
         case invalidated
         /// A stored body was decoded as the named type by a decoded-value call.
         case decoded(type: String)
+
+        /// The case's name, as written here (`answered`, `fetchStarted` …): for filters and
+        /// metrics keyed by kind.
+        public var name: String {
+            switch self {
+            case .answered: "answered"
+            case .failed: "failed"
+            case .fetchStarted: "fetchStarted"
+            case .fetchEnded: "fetchEnded"
+            case .stored: "stored"
+            case .notStored: "notStored"
+            case .evicted: "evicted"
+            case .invalidated: "invalidated"
+            case .decoded: "decoded"
+            }
+        }
     }
 
     /// The URL the event concerns.

@@ -150,7 +150,8 @@ public actor CachedTransport {
     /// - Throws: the `URLError` of a failed fetch (reaching every caller of a shared fetch);
     ///   `URLError(.resourceUnavailable)` for `returnCacheDataDontLoad` without a stored entry;
     ///   `CancellationError` when the calling task is cancelled; `URLError(.badURL)` without a URL.
-    ///   Each `URLError` carries the outcome of the attempt as `error.cacheOutcome`.
+    ///   Each `URLError` carries the outcome of the attempt as `error.cacheOutcome`; a
+    ///   `CancellationError`, Swift's own, carries none.
     public nonisolated(nonsending) func data(for request: URLRequest) async throws -> (Data, URLResponse) {
         let plan = try planner.plan(request)
         // A hit returns without entering another async function, whose frame would come from the
