@@ -125,12 +125,12 @@ extension CachedTransport {
         // The waiters, and for each the index of its answer in `results` (-1: not answered here).
         // Callers of one fetch nearly always share one answer, held once rather than once per
         // caller: ten thousand copies of one answer cost as much to release as to resume them.
-        // Answers differ only by outcome (whether the caller joined, and why it fetched): `made`
-        // finds the one already made for an outcome.
+        // Answers differ only by outcome, and outcomes of one completion only by why the caller
+        // fetched and whether it joined: `made` finds the answer already made for those two.
         var waiters: [Waiter?] = []
         var answers: [Int] = []
         var results: [Result<(Data, URLResponse), any Error>] = []
-        var made: [(outcome: CacheOutcome, index: Int)] = []
+        var made: [(reason: Plan.FetchReason, joined: Bool, index: Int)] = []
         var launches: [Launch] = []
         inFlight.withLock { machine in
             guard let fetch = machine.fetches[fetchID] else { return }  // Every caller left.
@@ -154,36 +154,39 @@ extension CachedTransport {
             guard let completed = machine.complete(fetchID) else { return }
             waiters = completed.waiters
             answers = Array(repeating: -1, count: waiters.count)
-            /// The index in `results` of the answer with `outcome`, made by `make` the first time
-            /// the outcome comes up.
+            /// The index in `results` of `waiter`'s answer, made by `make` from the outcome with
+            /// `source` and `storage` the first time its reason and joining come up.
             func answer(
-                _ outcome: CacheOutcome, _ make: (CacheOutcome) -> Result<(Data, URLResponse), any Error>
+                for waiter: Waiter, _ source: (Plan.FetchReason) -> CacheOutcome.Source,
+                _ storage: CacheOutcome.Storage?, _ make: (CacheOutcome) -> Result<(Data, URLResponse), any Error>
             ) -> Int {
-                if let index = made.first(where: { $0.outcome == outcome })?.index { return index }
-                results.append(make(outcome))
-                made.append((outcome, results.count - 1))
+                let joined = !fetch.wasStarted(by: waiter)
+                if let found = made.last(where: { $0.reason == waiter.reason && $0.joined == joined }) {
+                    return found.index
+                }
+                results.append(
+                    make(
+                        CacheOutcome(
+                            source: source(waiter.reason), joinedFetch: joined, storage: storage,
+                            networkDuration: duration)))
+                made.append((waiter.reason, joined, results.count - 1))
                 return results.count - 1
-            }
-            func outcome(of waiter: Waiter, _ source: CacheOutcome.Source, _ storage: CacheOutcome.Storage?)
-                -> CacheOutcome
-            {
-                CacheOutcome(
-                    source: source, joinedFetch: !fetch.wasStarted(by: waiter), storage: storage,
-                    networkDuration: duration)
             }
             switch result {
             case .failure(let error):
                 if fetch.isBackground { store.record { $0.failedBackgroundRevalidations += 1 } }
                 for (position, waiter) in waiters.enumerated() {
                     guard let waiter else { continue }
-                    let failed = outcome(of: waiter, .network(waiter.reason), nil)
+                    let attempt = CacheOutcome(
+                        source: .network(waiter.reason), joinedFetch: !fetch.wasStarted(by: waiter),
+                        networkDuration: duration)
                     if let stale = planner.answerAfterFailure(
-                        of: fetch.key, fields: waiter.request.allHTTPHeaderFields, error: error, outcome: failed)
+                        of: fetch.key, fields: waiter.request.allHTTPHeaderFields, error: error, outcome: attempt)
                     {
                         results.append(.success(stale))
                         answers[position] = results.count - 1
                     } else {
-                        answers[position] = answer(failed) { .failure(error.carrying($0)) }
+                        answers[position] = answer(for: waiter, { .network($0) }, nil) { .failure(error.carrying($0)) }
                     }
                 }
             case .success(let (data, fetched)):
@@ -210,9 +213,9 @@ extension CachedTransport {
                         || Vary.answer(
                             varyingOn: vary, fetchedWith: starterFields, matches: waiter.request.allHTTPHeaderFields)
                     {
-                        let source: CacheOutcome.Source =
-                            revalidated == nil ? .network(waiter.reason) : .revalidated(waiter.reason)
-                        answers[position] = answer(outcome(of: waiter, source, storage)) { outcome in
+                        let source: (Plan.FetchReason) -> CacheOutcome.Source =
+                            revalidated == nil ? { .network($0) } : { .revalidated($0) }
+                        answers[position] = answer(for: waiter, source, storage) { outcome in
                             // The first outcome takes the fetched response itself when it can
                             // carry one: a copy costs Foundation a canonicalisation of every field.
                             if let fetched = response as? TransportHTTPURLResponse, fetched.settle(outcome) {

@@ -48,16 +48,20 @@ final class FetchPlan: Sendable {
     let reason: Plan.FetchReason
     /// How stored entries may answer it when a fetch of the same key has completed meanwhile.
     let acceptance: FreshnessPolicy.Acceptance
+    /// Whether anyone listened to the transport's events when it was planned, when the plan's
+    /// lookup read it: its answer is reported then without asking again.
+    let isObserved: Bool?
 
     init(
         request: URLRequest, key: CacheKey, fields: [String: String]?, reason: Plan.FetchReason,
-        acceptance: FreshnessPolicy.Acceptance
+        acceptance: FreshnessPolicy.Acceptance, isObserved: Bool?
     ) {
         self.request = request
         self.key = key
         self.fields = fields
         self.reason = reason
         self.acceptance = acceptance
+        self.isObserved = isObserved
     }
 
     /// Which fetch already in flight it may share.

@@ -69,12 +69,16 @@ final class RequestPlanner: Sendable {
         if let reloadReason {
             store.record { $0.requests += 1 }
             return .fetch(
-                FetchPlan(request: request, key: key, fields: fields, reason: reloadReason, acceptance: acceptance))
+                FetchPlan(
+                    request: request, key: key, fields: fields, reason: reloadReason, acceptance: acceptance,
+                    isObserved: nil))
         }
 
         var missReason = Plan.FetchReason.noEntry
+        var isObserved = false
         if let answer = memoryAnswer(
-            key: key, fields: fields, acceptance: acceptance, isPlanning: true, missReason: &missReason)
+            key: key, fields: fields, acceptance: acceptance, isPlanning: true, missReason: &missReason,
+            isObserved: &isObserved)
         {
             return .memory(answer)
         }
@@ -83,16 +87,19 @@ final class RequestPlanner: Sendable {
             return .gatewayTimeout(url)
         }
         return .fetch(
-            FetchPlan(request: request, key: key, fields: fields, reason: missReason, acceptance: acceptance))
+            FetchPlan(
+                request: request, key: key, fields: fields, reason: missReason, acceptance: acceptance,
+                isObserved: isObserved))
     }
 
     /// The stored answer `plan` may take now instead of fetching: a fetch of its key may have
     /// completed between its plan and its joining. Only a fresh (or accepted) entry answers here.
     func storedAnswer(for plan: FetchPlan) -> MemoryAnswer? {
         var missReason = Plan.FetchReason.noEntry
+        var isObserved = false
         return memoryAnswer(
             key: plan.key, fields: plan.fields, acceptance: plan.acceptance, isPlanning: false,
-            missReason: &missReason)
+            missReason: &missReason, isObserved: &isObserved)
     }
 
     /// The stored entry a request with `fields` may be answered with after its fetch for `key`
@@ -128,9 +135,10 @@ final class RequestPlanner: Sendable {
         fields: [String: String]?,
         acceptance: FreshnessPolicy.Acceptance,
         isPlanning: Bool,
-        missReason: inout Plan.FetchReason
+        missReason: inout Plan.FetchReason,
+        isObserved: inout Bool
     ) -> MemoryAnswer? {
-        let found = store.lookup(key, selectedBy: fields) {
+        let found = store.lookup(key, selectedBy: fields, isObserved: &isObserved) {
             found, statistics -> (reason: Plan.MemoryReason, response: URLResponse)? in
             if isPlanning { statistics.requests += 1 }
             let entry: StoredResponse
@@ -178,7 +186,7 @@ final class RequestPlanner: Sendable {
                 return (reason, marked)
             }
         }
-        guard let (entry, verdict, isObserved) = found else { return nil }
+        guard let (entry, verdict) = found else { return nil }
         var answered = verdict.response
         if let age = policy.age(of: entry) {
             // RFC 9111 section 5.1: an answer from a cache says how old it is.

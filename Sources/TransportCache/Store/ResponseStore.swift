@@ -52,8 +52,9 @@ final class ResponseStore: Sendable {
 
     /// Hands `judge` what `key` holds for a request with `requestFields`, with the counters to
     /// update; a variant it accepts becomes the most recently used.
-    /// - Returns: the accepted variant, the verdict, and whether anyone listens to the transport's
-    ///   events (read under the same lock).
+    /// - Parameter isObserved: set to whether anyone listens to the transport's events, read
+    ///   under the same lock.
+    /// - Returns: the accepted variant and the verdict.
     /// - Complexity: O(1): one hash lookup under the lock, plus a scan of the key's few variants
     ///   when its responses select on request fields. Inlined into the hit path, so that the
     ///   judge runs without a call or a closure context of its own.
@@ -61,9 +62,11 @@ final class ResponseStore: Sendable {
     func lookup<Verdict>(
         _ key: CacheKey,
         selectedBy requestFields: [String: String]?,
+        isObserved: inout Bool,
         judge: (Found, inout CacheStatistics) -> Verdict?
-    ) -> (entry: StoredResponse, verdict: Verdict, isObserved: Bool)? {
+    ) -> (entry: StoredResponse, verdict: Verdict)? {
         state.withLock { state in
+            isObserved = state.isObserved
             var found: (entry: StoredResponse, verdict: Verdict)?
             var judged = false
             _ = state.entries.value(forKey: key) { variants in
@@ -78,8 +81,7 @@ final class ResponseStore: Sendable {
                 return true
             }
             if !judged { _ = judge(.absent(state.departures.reason(for: key)), &state.statistics) }
-            guard let found else { return nil }
-            return (found.entry, found.verdict, state.isObserved)
+            return found
         }
     }
 

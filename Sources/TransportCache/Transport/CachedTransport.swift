@@ -210,6 +210,14 @@ public actor CachedTransport {
     /// Carries out `plan` for `request`: the one place each kind of plan is performed, and its
     /// answer or failure reported to ``events()``.
     nonisolated(nonsending) func perform(_ plan: Plan, of request: URLRequest) async throws -> (Data, URLResponse) {
+        // Whether anyone listens, when the plan already read it: ten thousand coalesced callers
+        // then take no lock to find out that nobody does.
+        let isObserved: Bool? =
+            switch plan {
+            case .memory(let memory): memory.isObserved
+            case .fetch(let fetchPlan): fetchPlan.isObserved
+            default: nil
+            }
         do {
             let answer: (Data, URLResponse)
             switch plan {
@@ -229,10 +237,10 @@ public actor CachedTransport {
                         outcome: CacheOutcome(source: .cacheOnlyMiss))
                 )
             }
-            reporter.answered(request.url, answer.1)
+            if isObserved != false { reporter.answered(request.url, answer.1) }
             return answer
         } catch {
-            reporter.failed(request.url, error)
+            if isObserved != false { reporter.failed(request.url, error) }
             throw error
         }
     }
