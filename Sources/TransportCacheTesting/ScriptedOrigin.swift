@@ -74,6 +74,8 @@ public final class ScriptedOrigin: Sendable {
         var calls: [URLRequest] = []
         var gateOpen: Bool
         var held: [Int: CheckedContinuation<Void, any Error>] = [:]
+        /// Calls let through by ``release(_:)`` before they arrived.
+        var released: Set<Int> = []
         var cancelledCalls = 0
         var callWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
@@ -124,13 +126,21 @@ public final class ScriptedOrigin: Sendable {
         for continuation in held { continuation.resume() }
     }
 
-    /// Lets call number `call` through if it is held, leaving the gate closed for the others.
+    /// Lets call number `call` through, now if it is held or when it arrives, leaving the gate
+    /// closed for the others.
     public func release(_ call: Int) {
-        let continuation = state.withLock { $0.held.removeValue(forKey: call) }
+        let continuation = state.withLock { state in
+            guard let held = state.held.removeValue(forKey: call) else {
+                state.released.insert(call)
+                return nil as CheckedContinuation<Void, any Error>?
+            }
+            return held
+        }
         continuation?.resume()
     }
 
-    /// Suspends until at least `count` calls have arrived (held or answered).
+    /// Suspends until at least `count` calls have arrived (held or answered). It waits as long as
+    /// it takes: start the calls first.
     public func waitForCalls(_ count: Int) async {
         await withCheckedContinuation { continuation in
             let ready = state.withLock { state in
@@ -169,7 +179,10 @@ public final class ScriptedOrigin: Sendable {
 
     // MARK: - Answering
 
-    /// Answers `request` as the script says, after the gate and the reply's delay.
+    /// Answers `request` as the script says, after the gate and the reply's delay. A reply is
+    /// given as scripted, whatever the request asks: a scripted `304` answers an unconditional
+    /// request too. A call cancelled while it waits ends with `URLError(.cancelled)`, as a
+    /// URLSession task does.
     func answer(_ request: URLRequest) async throws -> (Data, URLResponse) {
         let (call, scripted, ready) = state.withLock { state in
             state.calls.append(request)
@@ -191,7 +204,13 @@ public final class ScriptedOrigin: Sendable {
         if holding(request) { try await passGate(call) }
         guard let url = request.url else { throw URLError(.badURL) }
         let reply = try scripted ?? respond?(request, call) ?? Reply(status: 404, text: "not scripted")
-        if let delay = reply.delay { try await Task.sleep(for: delay) }
+        if let delay = reply.delay {
+            do {
+                try await Task.sleep(for: delay)
+            } catch {
+                throw URLError(.cancelled)
+            }
+        }
         if let failure = reply.failure { throw failure }
         guard
             let response = HTTPURLResponse(
@@ -203,12 +222,22 @@ public final class ScriptedOrigin: Sendable {
     private func passGate(_ call: Int) async throws {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let proceed = state.withLock { state in
-                    if state.gateOpen { return true }
+                // Decided under the lock the cancellation handler takes, so that a cancellation
+                // either comes first (and is seen here) or finds the call held.
+                let proceed: Bool? = state.withLock { state in
+                    if Task.isCancelled {
+                        state.cancelledCalls += 1
+                        return nil
+                    }
+                    if state.gateOpen || state.released.remove(call) != nil { return true }
                     state.held[call] = continuation
                     return false
                 }
-                if proceed { continuation.resume() }
+                switch proceed {
+                case true?: continuation.resume()
+                case nil: continuation.resume(throwing: URLError(.cancelled))
+                case false?: break
+                }
             }
         } onCancel: {
             let continuation = state.withLock { state in

@@ -148,6 +148,29 @@ struct EventTests {
         #expect(names(kept) == ["answered", "fetchStarted", "fetchEnded", "stored", "answered"])
     }
 
+    @Test("a non-HTTP answer, which cannot carry its outcome, is reported as passed through")
+    func notHTTPAnswer() async throws {
+        // The scripted origin answers HTTP only; this answers as URLSession does a `file:` URL.
+        struct FileLoader: NetworkLoading {
+            func load(_ request: URLRequest) async throws -> (Data, URLResponse) {
+                (
+                    Data("file".utf8),
+                    URLResponse(url: request.url!, mimeType: nil, expectedContentLength: 4, textEncodingName: nil)
+                )
+            }
+        }
+        let transport = CachedTransport(configuration: .init(), loader: FileLoader())
+        var events = transport.events().makeAsyncIterator()
+        let (_, response) = try await transport.data(for: request("file:///tmp/feed.json"))
+        #expect(response.cacheOutcome == nil)
+        let seen = await next(1, of: &events)
+        if case .answered(let outcome) = seen.first?.kind {
+            #expect(outcome.source == .passedThrough(.notHTTP))
+        } else {
+            Issue.record("expected an answered event, got \(seen)")
+        }
+    }
+
     @Test("an event reads as one line")
     func description() {
         let url = URL(string: "https://api.example.com/feed")!

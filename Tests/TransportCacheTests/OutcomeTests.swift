@@ -115,6 +115,38 @@ struct OutcomeTests {
         #expect(other.source == .network(.noMatchingVariant))
     }
 
+    @Test("once a fetch of an invalidated key is answered, a later miss no longer blames the invalidation")
+    func departureForgotten() async throws {
+        let transport = makeTransport(
+            loader: ScriptedOrigin(respond: ScriptedOrigin.ok(headers: ["Set-Cookie": "s=1"])))
+        let stored = makeTransport(loader: echoOrigin())
+        _ = try await stored.data(for: request(url))
+        stored.invalidate(request(url))
+        #expect(try await outcome(stored, request(url)).source == .network(.invalidated))
+        _ = try await transport.data(for: request(url))
+        transport.invalidate(request(url))
+        // Never stored (it sets a cookie), yet answered: the next miss is a plain one.
+        #expect(try await outcome(transport, request(url)).source == .network(.noEntry))
+        #expect(try await outcome(transport, request(url)).source == .network(.noEntry))
+    }
+
+    @Test("a key recorded as departed again keeps its newest reason when the oldest departures are forgotten")
+    func departuresRing() {
+        var departures = Departures()
+        let key = { (index: Int) in CacheKey(method: "GET", url: "https://api.example.com/\(index)", identity: []) }
+        departures.record(key(0), .invalidated)
+        departures.forget(key(0))
+        departures.record(key(0), .evicted)
+        // The ring is full after these; the last one takes the first slot, whose key 0 has been
+        // recorded again since and must keep its newer reason.
+        for index in 1..<Departures.limit { departures.record(key(index), .invalidated) }
+        #expect(departures.reason(for: key(0)) == .evicted)
+        #expect(departures.reason(for: key(1)) == .invalidated)
+        // One more takes the slot of key 0's newer record.
+        departures.record(key(Departures.limit), .invalidated)
+        #expect(departures.reason(for: key(0)) == nil)
+    }
+
     @Test(
         "a reload policy, a request's own no-cache and refresh each name their reason",
         arguments: [

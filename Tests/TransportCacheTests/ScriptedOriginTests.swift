@@ -62,6 +62,14 @@ struct ScriptedOriginTests {
         #expect(origin.cancelledCalls == 1)
     }
 
+    @Test("a call released before it arrives passes the closed gate when it does")
+    func releasedEarly() async throws {
+        let origin = ScriptedOrigin(gated: true)
+        origin.respond(to: url, with: .init(text: "early"))
+        origin.release(1)
+        #expect(try await origin.load(URLRequest(url: url)).0.text == "early")
+    }
+
     @Test("a reply's delay holds its answer for that long")
     func delay() async throws {
         let origin = ScriptedOrigin()

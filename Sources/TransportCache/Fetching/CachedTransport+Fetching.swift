@@ -218,7 +218,10 @@ extension CachedTransport {
                         answers[position] = answer(for: waiter, source, storage) { outcome in
                             // The first outcome takes the fetched response itself when it can
                             // carry one: a copy costs Foundation a canonicalisation of every field.
-                            if let fetched = response as? TransportHTTPURLResponse, fetched.settle(outcome) {
+                            // Never a 304's: its response may be the stored entry's.
+                            if revalidated == nil, let fetched = response as? TransportHTTPURLResponse,
+                                fetched.settle(outcome)
+                            {
                                 return .success((data, fetched))
                             }
                             return .success((data, HTTPResponseBuilder.answer(response, outcome: outcome)))

@@ -86,7 +86,8 @@ extension HTTPURLResponse {
 ///
 /// `@unchecked Sendable` is safe here: every property is set in the initializers and never changed,
 /// except ``outcome``, which ``settle(_:)`` sets at most once, under the transport's in-flight lock,
-/// before the response reaches any caller.
+/// on a fetched response before any caller is resumed with it; a stored entry's response is never
+/// settled (it carries its outcome from the start), and nothing else reads ``outcome``.
 final class TransportHTTPURLResponse: HTTPURLResponse, @unchecked Sendable {
     private(set) var headerFields: HeaderFields
     /// Rewritten by the header override with a `max-age` above zero, so rewriting it again would

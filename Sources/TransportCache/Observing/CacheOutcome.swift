@@ -6,9 +6,15 @@ import FoundationNetworking
 /// How a ``CachedTransport`` made one answer, and why: from memory, from the network, confirmed
 /// by a `304`, or sent past the store.
 ///
-/// Every answer carries one. ``CachedTransport/response(for:)`` returns it typed; an answer of
-/// ``CachedTransport/data(for:)`` gives it as `response.cacheOutcome`, and a `URLError` the
-/// transport throws as `error.cacheOutcome`.
+/// Every HTTP answer carries one. ``CachedTransport/response(for:)`` returns it typed; an answer
+/// of ``CachedTransport/data(for:)`` gives it as `response.cacheOutcome`, and a `URLError` the
+/// transport throws as `error.cacheOutcome` (in its `userInfo`, a Swift value: an `NSError`
+/// bridged from it does not archive that entry with secure coding). The non-HTTP answer of a
+/// request to another scheme cannot carry it; ``CachedTransport/events()`` reports it as
+/// ``PassThroughReason/notHTTP``.
+///
+/// Two outcomes are equal when every property is, ``networkDuration`` included: compare
+/// ``source`` (and the others) to ask what happened.
 ///
 /// ```swift
 /// let (data, response, outcome) = try await transport.response(for: request)
@@ -69,7 +75,9 @@ public struct CacheOutcome: Sendable, Hashable, CustomStringConvertible {
         case expired
         /// Its entry was dropped by an invalidation (or a successful unsafe request to its URL).
         case invalidated
-        /// Its entry was evicted: the byte budget, the variant bound or memory pressure.
+        /// Its entry was evicted: the byte budget or memory pressure. (A variant dropped to keep
+        /// its URL within ``CachedTransport/Configuration/maximumVariants`` leaves the URL's other
+        /// variants, and reads as ``noMatchingVariant``.)
         case evicted
         /// Entries are stored for its URL, but none for its values of the fields their `Vary`
         /// names.

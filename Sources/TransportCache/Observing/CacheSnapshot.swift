@@ -4,8 +4,9 @@ import Foundation
 ///
 /// ```swift
 /// print(transport.snapshot())
-/// // URL                                  VARIANT               AGE  LIFETIME  VALIDATORS   BYTES  HITS  DECODED
-/// // https://api.example.com/articles     -                     12s  -         ETag "v3"    4,096     7  [Article]
+/// // URL                               VARIANT  AGE  LIFETIME  VALIDATORS  BYTES  HITS  DECODED
+/// // https://api.example.com/articles  -        12s         -  ETag "v3"    4096     7  Array<Article>
+/// // 1 entries, 4096 bytes
 /// ```
 public struct CacheSnapshot: Sendable, CustomStringConvertible {
     /// One stored response.
@@ -16,7 +17,8 @@ public struct CacheSnapshot: Sendable, CustomStringConvertible {
         /// `GET` or `HEAD`.
         public let method: String
         /// The request header values this variant was fetched with, for the fields its response's
-        /// `Vary` names; empty when it does not vary.
+        /// `Vary` names, by lowercased name; empty when it does not vary. A field the request did
+        /// not send shows as an empty value.
         public let variantHeaders: [String: String]
         /// How old it is: by HTTP's age calculation when following HTTP caching, otherwise the
         /// time since it was stored.

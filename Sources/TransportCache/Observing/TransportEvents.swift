@@ -15,7 +15,13 @@ import os
 ///
 /// On Apple platforms the log's subsystem is `TransportCache`, category `transport`: a debug
 /// line per fetch, store and invalidation, and a `fetch` signpost interval per origin fetch, which
-/// Instruments shows beside the app's own intervals.
+/// Instruments shows beside the app's own intervals. These do not depend on a stream. URLs are
+/// private (shown as a hash unless private data is enabled, as when a debugger is attached):
+/// a query may hold a token.
+///
+/// Events are yielded where they happen, some under the in-flight lock, so that one stream sees
+/// them in the order the transport acted; a yield only enqueues the consumer, and runs none of
+/// its code.
 final class TransportEvents: Sendable {
     private let subscribers: StreamSubscribers<CacheEvent, Void>
 
@@ -46,10 +52,14 @@ final class TransportEvents: Sendable {
 
     // MARK: - Requests
 
-    /// A request to `url` was answered with `response`.
+    /// A request to `url` was answered with `response`. An answer that is not HTTP (another
+    /// scheme, passed through) cannot carry its outcome, and is reported with it here.
     func answered(_ url: URL?, _ response: URLResponse) {
-        guard let url, let outcome = response.cacheOutcome else { return }
-        emit { CacheEvent(url: url, kind: .answered(outcome)) }
+        guard let url else { return }
+        emit {
+            let outcome = response.cacheOutcome ?? CacheOutcome(source: .passedThrough(.notHTTP))
+            return CacheEvent(url: url, kind: .answered(outcome))
+        }
     }
 
     /// A request to `url` failed with `error`.
@@ -76,9 +86,9 @@ final class TransportEvents: Sendable {
         #if canImport(os)
         let signposter = Self.signposter
         let signpost = signposter.beginInterval(
-            "fetch", id: signposter.makeSignpostID(), "\(url.absoluteString, privacy: .public)")
+            "fetch", id: signposter.makeSignpostID(), "\(url.absoluteString, privacy: .private(mask: .hash))")
         Self.logger.debug(
-            "fetch \(url.absoluteString, privacy: .public): \(reason.description, privacy: .public)")
+            "fetch \(url.absoluteString, privacy: .private(mask: .hash)): \(reason.description, privacy: .public)")
         return FetchInterval(url: url, sentAt: .now, signpost: signpost)
         #else
         return FetchInterval(url: url, sentAt: .now)
@@ -106,7 +116,8 @@ final class TransportEvents: Sendable {
     func stored(_ url: URL, bytes: Int, changedBytes: Bool) {
         emit { CacheEvent(url: url, kind: .stored(bytes: bytes, changedBytes: changedBytes)) }
         #if canImport(os)
-        Self.logger.debug("stored \(url.absoluteString, privacy: .public): \(bytes, privacy: .public) bytes")
+        Self.logger.debug(
+            "stored \(url.absoluteString, privacy: .private(mask: .hash)): \(bytes, privacy: .public) bytes")
         #endif
     }
 
@@ -114,7 +125,7 @@ final class TransportEvents: Sendable {
         emit { CacheEvent(url: url, kind: .notStored(reason)) }
         #if canImport(os)
         Self.logger.debug(
-            "not stored \(url.absoluteString, privacy: .public): \(reason.description, privacy: .public)")
+            "not stored \(url.absoluteString, privacy: .private(mask: .hash)): \(reason.description, privacy: .public)")
         #endif
     }
 

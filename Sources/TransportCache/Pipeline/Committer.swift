@@ -72,9 +72,14 @@ final class Committer: Sendable {
     }
 
     private func write(_ data: Data, response: URLResponse, for fetch: Fetch) -> CacheOutcome.Storage {
-        if let reason = reasonNotToStore(response) { return .notStored(reason) }
+        // A fetch superseded in flight leaves the reason its key left (an invalidation) in place.
         if let superseded = fetch.supersededBecause { return .notStored(superseded) }
-        guard let entry = entry(data, response: response, for: fetch) else { return .notStored(.variesOnEverything) }
+        let unstorable = reasonNotToStore(response)
+        guard unstorable == nil, let entry = entry(data, response: response, for: fetch) else {
+            // The key was asked for anew and answered: why it once left no longer explains a miss.
+            store.forgetDeparture(of: fetch.key)
+            return .notStored(unstorable ?? .variesOnEverything)
+        }
         switch store.write(entry, for: fetch.key) {
         case .stored(let changedBytes, let evicted):
             store.record { $0.stores += 1 }

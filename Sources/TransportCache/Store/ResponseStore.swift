@@ -113,6 +113,7 @@ final class ResponseStore: Sendable {
         state.withLock { state in
             guard entry.cost <= maximumEntryCost else {
                 state.statistics.rejectedTooLarge += 1
+                state.departures.forget(key)
                 return .tooLarge
             }
             let existing = state.entries.peekValue(forKey: key)?.all ?? []
@@ -176,6 +177,12 @@ final class ResponseStore: Sendable {
             state.syncGauges()
             return removed
         }
+    }
+
+    /// Forgets why `key` left: a fetch of it completed without storing an answer, so a later
+    /// miss is no longer the departure's doing.
+    func forgetDeparture(of key: CacheKey) {
+        state.withLock { $0.departures.forget(key) }
     }
 
     /// Updates the counters the transport keeps beside the store's own.

@@ -251,9 +251,10 @@ public actor CachedTransport {
     ///
     /// For logs and debug tools: it is bounded like ``changes()`` (at most
     /// ``Configuration/changeBufferLimit`` undelivered events, the oldest dropped), and the
-    /// transport never waits for it. While no stream is registered, nothing is made or reported,
-    /// and a hit pays one branch. A stream unregisters itself when its consumer stops or it is
-    /// dropped.
+    /// transport never waits for it. While no stream is registered, no event is made, and a hit
+    /// pays one branch. A stream hears every request planned after it was registered (a request
+    /// already in flight is reported from its next event on). It unregisters itself when its
+    /// consumer stops or it is dropped.
     public nonisolated func events() -> AsyncStream<CacheEvent> {
         reporter.subscribe()
     }
