@@ -214,7 +214,8 @@ public final class ScriptedOrigin: Sendable {
         if let failure = reply.failure { throw failure }
         guard
             let response = HTTPURLResponse(
-                url: url, statusCode: reply.status, httpVersion: "HTTP/1.1", headerFields: reply.headers)
+                url: url, statusCode: reply.status, httpVersion: HTTPResponseBuilder.httpVersion,
+                headerFields: reply.headers)
         else { throw URLError(.badServerResponse) }
         return (reply.body, response)
     }

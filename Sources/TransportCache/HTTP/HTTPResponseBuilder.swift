@@ -7,10 +7,10 @@ import FoundationNetworking
 /// of its own (a `504` for `only-if-cached`), a copy of a response with some fields changed, and
 /// a response carrying the ``CacheOutcome`` of the answer it is part of. Each is a
 /// ``TransportHTTPURLResponse``, which keeps its fields for later lookups.
-enum HTTPResponseBuilder {
-    /// The version every response the library makes carries. Foundation's responses do not say
-    /// which version brought them, and nothing reads it.
-    static let httpVersion = "HTTP/1.1"
+package enum HTTPResponseBuilder {
+    /// The version every response the package makes carries (the scripted origin's too).
+    /// Foundation's responses do not say which version brought them, and nothing reads it.
+    package static let httpVersion = "HTTP/1.1"
 
     /// A response to `url` with `statusCode` and `headerFields`.
     static func response(
