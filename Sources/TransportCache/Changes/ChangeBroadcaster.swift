@@ -22,9 +22,9 @@ final class ChangeBroadcaster: Sendable {
     }
 
     /// A new stream of the changes that concern `endpoint` (all when nil). It unregisters itself
-    /// when its consumer stops iterating or it is dropped.
-    func subscribe(to endpoint: Endpoint?) -> AsyncStream<CacheChange> {
-        subscribers.subscribe(endpoint)
+    /// when its consumer stops iterating or it is dropped, and then calls `onTermination`.
+    func subscribe(to endpoint: Endpoint?, onTermination: (@Sendable () -> Void)? = nil) -> AsyncStream<CacheChange> {
+        subscribers.subscribe(endpoint, onTermination: onTermination)
     }
 
     /// Queues `change` behind those queued before it.
@@ -59,4 +59,8 @@ final class ChangeBroadcaster: Sendable {
     }
 
     var count: Int { subscribers.count }
+
+    /// The endpoints streams watch now (``CachedTransport/changes(for:)`` and `values` streams;
+    /// a stream of every change watches none in particular).
+    var watchedEndpoints: Set<Endpoint> { Set(subscribers.current.compactMap(\.filter)) }
 }

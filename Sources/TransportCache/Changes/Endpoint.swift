@@ -80,6 +80,12 @@ public struct Endpoint: Sendable, Hashable {
         }
     }
 
+    /// The one URL this endpoint is, when it was made with ``url(_:)``.
+    var exactURL: URL? {
+        if case .url(let normalized) = kind { return URL(string: normalized) }
+        return nil
+    }
+
     /// Whether the normalised URL string of a stored key belongs to this endpoint.
     func matches(normalizedURL: String) -> Bool {
         if case .url(let expected) = kind { return normalizedURL == expected }

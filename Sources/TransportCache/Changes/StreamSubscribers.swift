@@ -27,8 +27,8 @@ final class StreamSubscribers<Element: Sendable, Filter: Sendable>: Sendable {
         self.countChanged = countChanged
     }
 
-    /// A new registered stream with `filter`.
-    func subscribe(_ filter: Filter) -> AsyncStream<Element> {
+    /// A new registered stream with `filter`; `onTermination` is called once it has unregistered.
+    func subscribe(_ filter: Filter, onTermination: (@Sendable () -> Void)? = nil) -> AsyncStream<Element> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: Element.self, bufferingPolicy: .bufferingNewest(bufferLimit))
         let id = state.withLock { state in
@@ -38,11 +38,13 @@ final class StreamSubscribers<Element: Sendable, Filter: Sendable>: Sendable {
             return state.lastID
         }
         continuation.onTermination = { [weak self] _ in
-            guard let self else { return }
-            state.withLock { state in
-                guard state.byID.removeValue(forKey: id) != nil else { return }
-                countChanged?(state.byID.count)
+            if let self {
+                state.withLock { state in
+                    guard state.byID.removeValue(forKey: id) != nil else { return }
+                    countChanged?(state.byID.count)
+                }
             }
+            onTermination?()
         }
         return stream
     }

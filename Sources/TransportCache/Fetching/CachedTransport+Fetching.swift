@@ -23,7 +23,7 @@ extension CachedTransport {
                     if Task.isCancelled { return .cancelled }
                     if machine.join(waiter, key: plan.key, sharing: plan.sharing) { return .joined }
                     // A fetch of the key may have completed between the plan and now.
-                    if plan.sharing == .any, let stored = planner.storedAnswer(for: plan) {
+                    if plan.mayTakeStoredAnswer, let stored = planner.storedAnswer(for: plan) {
                         return .answered((stored.data, stored.response))
                     }
                     store.record { $0.networkFetches += 1 }

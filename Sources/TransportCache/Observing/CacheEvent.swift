@@ -21,6 +21,9 @@ public struct CacheEvent: Sendable, CustomStringConvertible {
         /// (``CacheOutcome/FetchReason/expired`` for a background revalidation); `conditional`
         /// when it asked the origin to confirm a stored entry.
         case fetchStarted(CacheOutcome.FetchReason, conditional: Bool)
+        /// A fetch's attempt failed (a connectivity error, or a status such as 503) and it will be
+        /// tried again (``RetryPolicy``): the attempt to come, from 2, after waiting `delay`.
+        case retrying(attempt: Int, delay: Duration)
         /// A fetch ended: the status (nil when it failed), the body bytes received and how long
         /// it waited on the network.
         case fetchEnded(status: Int?, bytes: Int, duration: Duration)
@@ -42,6 +45,7 @@ public struct CacheEvent: Sendable, CustomStringConvertible {
             case .answered: "answered"
             case .failed: "failed"
             case .fetchStarted: "fetchStarted"
+            case .retrying: "retrying"
             case .fetchEnded: "fetchEnded"
             case .stored: "stored"
             case .notStored: "notStored"
@@ -73,6 +77,8 @@ public struct CacheEvent: Sendable, CustomStringConvertible {
             return "failed \(url)\(code)" + (outcome.map { ": \($0)" } ?? "")
         case .fetchStarted(let reason, let conditional):
             return "fetch \(url): \(reason)" + (conditional ? ", conditional" : "")
+        case .retrying(let attempt, let delay):
+            return "retry \(url): attempt \(attempt) in \(CacheOutcome.milliseconds(delay))"
         case .fetchEnded(let status, let bytes, let duration):
             let ended = status.map { "status \($0)" } ?? "failed"
             return "fetched \(url): \(ended), \(bytes) bytes, \(CacheOutcome.milliseconds(duration))"

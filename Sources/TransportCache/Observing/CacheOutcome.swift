@@ -88,6 +88,10 @@ public struct CacheOutcome: Sendable, Hashable, CustomStringConvertible {
         case requestRevalidates
         /// ``CachedTransport/refresh(_:)``.
         case refresh
+        /// The transport revalidated a held entry on its own: ``CachedTransport/revalidate(_:)``,
+        /// ``CachedTransport/revalidateAll()``, a trigger (``CachedTransport/revalidateWatched()``)
+        /// or a poll (``CachedTransport/Configuration/refreshIntervals``).
+        case revalidation
 
         /// A short phrase, as in the outcome's own description.
         public var description: String {
@@ -100,6 +104,7 @@ public struct CacheOutcome: Sendable, Hashable, CustomStringConvertible {
             case .reloadPolicy: "reload policy"
             case .requestRevalidates: "request revalidates"
             case .refresh: "refresh"
+            case .revalidation: "revalidation"
             }
         }
     }

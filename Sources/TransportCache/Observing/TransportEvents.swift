@@ -95,6 +95,16 @@ final class TransportEvents: Sendable {
         #endif
     }
 
+    /// An attempt of a fetch of `url` failed; attempt `attempt` follows after `delay`.
+    func retrying(_ url: URL?, attempt: Int, delay: Duration) {
+        guard let url else { return }
+        emit { CacheEvent(url: url, kind: .retrying(attempt: attempt, delay: delay)) }
+        #if canImport(os)
+        Self.logger.debug(
+            "retry \(url.absoluteString, privacy: .private(mask: .hash)): attempt \(attempt, privacy: .public)")
+        #endif
+    }
+
     /// The fetch `interval` ended with `result`. - Returns: how long it waited on the network.
     func fetchEnded(_ interval: FetchInterval, with result: Result<(Data, URLResponse), any Error>) -> Duration {
         let duration = ContinuousClock.now - interval.sentAt

@@ -179,6 +179,7 @@ final class Committer: Sendable {
             response: stored,
             selector: Vary.selector(
                 names: names, requestFields: fetch.request.allHTTPHeaderFields, keyHeaders: keyHeaders),
+            request: fetch.request,
             cost: Self.cost(of: data, response: http, key: fetch.key),
             storedAt: policy.clock.now,
             lifetime: policy.lifetime(of: response, url: url, requestTime: fetch.requestTime),

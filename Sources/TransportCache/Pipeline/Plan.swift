@@ -78,14 +78,21 @@ final class FetchPlan: Sendable {
 
     var sharing: Sharing {
         switch reason {
-        case .noEntry, .expired, .invalidated, .evicted, .noMatchingVariant: .any
+        // A revalidation asks the origin to confirm what is held: any fetch of the key in flight
+        // brings that answer too.
+        case .noEntry, .expired, .invalidated, .evicted, .noMatchingVariant, .revalidation: .any
         case .reloadPolicy, .requestRevalidates: .reloads
         case .refresh: .none
         }
     }
 
-    /// Whether a fetch it starts is a reload, which ``Sharing/reloads`` requests may share.
-    var isReload: Bool { sharing != .any }
+    /// Whether an entry stored while it was planned may answer it instead of a fetch: a request
+    /// that found nothing usable may take one; a reload, and a revalidation of what is held, may not.
+    var mayTakeStoredAnswer: Bool { sharing == .any && reason != .revalidation }
+
+    /// Whether a fetch it starts is a reload, which ``Sharing/reloads`` requests may share: it
+    /// asks the origin now, whatever is stored.
+    var isReload: Bool { sharing != .any || reason == .revalidation }
 }
 
 /// A request sent as it is.

@@ -91,6 +91,18 @@ final class ResponseStore: Sendable {
         state.withLock { $0.entries.peekValue(forKey: key)?.selected(by: requestFields) }
     }
 
+    /// Every stored variant whose key satisfies `matches`, most recently used first.
+    /// - Complexity: O(n) in the stored entries.
+    func entries(where matches: (CacheKey) -> Bool) -> [StoredResponse] {
+        state.withLock { state in
+            var entries: [StoredResponse] = []
+            state.entries.forEachEntry { key, variants in
+                if matches(key) { entries.append(contentsOf: variants.all) }
+            }
+            return entries
+        }
+    }
+
     enum WriteResult: Equatable {
         /// Stored; `changedBytes` is false when the same body was already held for the variant.
         /// `evicted`: the other keys evicted to make room.

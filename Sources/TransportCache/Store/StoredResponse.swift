@@ -20,6 +20,9 @@ final class StoredResponse: @unchecked Sendable {
     let response: URLResponse
     /// The request field values it was fetched with that a later request must share.
     let selector: VariantSelector
+    /// The request it was fetched with, which a revalidation sends again (made conditional):
+    /// every header the app set, not only those in the key. Held, not copied: the fetch's own.
+    let request: URLRequest
     /// What the entry is charged for its body, URL and headers (decoded values come on top).
     let cost: Int
     let storedAt: ContinuousClock.Instant
@@ -55,6 +58,7 @@ final class StoredResponse: @unchecked Sendable {
         data: Data,
         response: URLResponse,
         selector: VariantSelector,
+        request: URLRequest,
         cost: Int,
         storedAt: ContinuousClock.Instant,
         lifetime: EntryLifetime,
@@ -65,6 +69,7 @@ final class StoredResponse: @unchecked Sendable {
         self.data = data
         self.response = response
         self.selector = selector
+        self.request = request
         self.cost = cost
         self.storedAt = storedAt
         let expiresAt = lifetime.freshFor.map { storedAt.advanced(by: $0) }

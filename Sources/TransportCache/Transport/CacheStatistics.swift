@@ -39,6 +39,14 @@ public struct CacheStatistics: Sendable, Hashable {
     /// Background revalidations that failed (a network error, or a status that is not stored).
     /// The entry is kept and no caller sees the failure.
     public var failedBackgroundRevalidations = 0
+    /// Entries the transport revalidated on its own: ``CachedTransport/revalidate(_:)``,
+    /// ``CachedTransport/revalidateAll()``, ``CachedTransport/revalidateWatched()`` and polls
+    /// (``CachedTransport/Configuration/refreshIntervals``), whether they started a fetch or
+    /// shared one in flight.
+    public var revalidations = 0
+    /// Attempts made again after a failure, as the ``CachedTransport/Configuration/retryPolicy``
+    /// says: a shared fetch tried three times counts two, however many callers it has.
+    public var retries = 0
     /// Requests that carried their own conditions or range (`If-None-Match`, `If-Modified-Since`,
     /// `If-Match`, `If-Unmodified-Since`, `If-Range`, `Range`) or `Cache-Control: no-store`, and
     /// so went to the origin as sent, past the store and coalescing.

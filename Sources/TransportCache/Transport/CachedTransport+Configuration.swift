@@ -127,6 +127,56 @@ extension CachedTransport {
         /// Default: false.
         public var staleIfError = false
 
+        /// Tries a failed `GET` or `HEAD` again, with backoff, after a connectivity failure or a
+        /// status such as 503 (see ``RetryPolicy``): one sequence of attempts per shared fetch.
+        /// Counted in ``CacheStatistics/retries``.
+        ///
+        /// Default: nil (a failure reaches the callers at once).
+        public var retryPolicy: RetryPolicy?
+
+        /// The most revalidations ``CachedTransport/revalidate(_:)``, ``CachedTransport/revalidateAll()``
+        /// and ``CachedTransport/revalidateWatched()`` run at once, so that coming back to the
+        /// foreground with a thousand entries never opens a thousand connections. At least 1.
+        ///
+        /// Default: 4.
+        public var maximumConcurrentRevalidations = 4
+
+        /// Entries stored or confirmed by the origin within this interval are skipped by
+        /// ``CachedTransport/revalidate(_:)``, ``CachedTransport/revalidateAll()`` and
+        /// ``CachedTransport/revalidateWatched()``: an app that comes back to the foreground twice
+        /// in a few seconds asks the origin once.
+        ///
+        /// Default: 5 seconds.
+        public var minimumRevalidationInterval: Duration = .seconds(5)
+
+        /// Whether what is watched is revalidated (``CachedTransport/revalidateWatched()``) each
+        /// time the app becomes active. Apple platforms only, through the platform's own
+        /// did-become-active notification; elsewhere the app calls
+        /// ``CachedTransport/revalidateWatched()`` from its own lifecycle code.
+        ///
+        /// Default: false.
+        public var revalidatesOnForeground = false
+
+        /// Whether what is watched is revalidated (``CachedTransport/revalidateWatched()``) each
+        /// time the network path becomes satisfied after it was not. Apple platforms only, through
+        /// `NWPathMonitor`; elsewhere the app calls ``CachedTransport/revalidateWatched()`` when it
+        /// learns that the network is back.
+        ///
+        /// Default: false.
+        public var revalidatesOnReconnect = false
+
+        /// Per-endpoint polling intervals: while at least one stream watches an endpoint
+        /// (``CachedTransport/changes(for:)``, or a ``CachedTransport/values(_:for:decoder:)``
+        /// stream, which watches its URL), the transport revalidates its entries at that interval
+        /// (conditionally when they have validators, so an unchanged answer costs no body), and
+        /// stops as soon as the last such stream ends. A stream's interval is the setting whose
+        /// endpoint equals the stream's, or, for a stream of one URL, the first setting that
+        /// matches the URL. Entries confirmed within the last half interval, by another fetch, are
+        /// skipped on that tick.
+        ///
+        /// Default: none.
+        public var refreshIntervals: [EndpointSetting<Duration>] = []
+
         /// How many undelivered changes each stream from ``CachedTransport/changes()`` keeps. A
         /// subscriber slower than the changes loses the oldest ones first; the transport never
         /// waits for a subscriber. Default: 100.

@@ -51,9 +51,13 @@ public actor CachedTransport {
     /// The fetches in flight and their callers. Every change to the store holds this lock too, so
     /// that an invalidation and a fetch's store never interleave.
     let inFlight: Locked<FetchStateMachine>
+    /// Polls the endpoints streams watch (``Configuration/refreshIntervals``).
+    let poller: Poller
     #if canImport(Darwin)
     /// Trims the store on the system's memory pressure events, until the transport goes away.
     private let memoryPressureObserver: MemoryPressureObserver?
+    /// Revalidates what is watched on the app's and the network's return.
+    private let revalidationTriggers: RevalidationTriggers?
     #endif
 
     nonisolated var store: ResponseStore { planner.store }
@@ -93,18 +97,26 @@ public actor CachedTransport {
             maximumVariants: configuration.maximumVariants
         )
         let inFlight = Locked(FetchStateMachine())
+        let reporter = TransportEvents(bufferLimit: configuration.changeBufferLimit, store: store)
         let committer = Committer(
             store: store,
             broadcaster: ChangeBroadcaster(bufferLimit: configuration.changeBufferLimit),
-            reporter: TransportEvents(bufferLimit: configuration.changeBufferLimit, store: store),
+            reporter: reporter,
             inFlight: inFlight,
             policy: policy,
             keyHeaders: keyHeaders,
             configuration: configuration
         )
         self.configuration = configuration
-        self.loader = loader
+        self.loader =
+            configuration.retryPolicy.map { policy in
+                RetryingLoader(inner: loader, policy: policy, clock: configuration.clock) { request, attempt, delay in
+                    store.record { $0.retries += 1 }
+                    reporter.retrying(request.url, attempt: attempt, delay: delay)
+                }
+            } ?? loader
         self.inFlight = inFlight
+        poller = Poller(intervals: configuration.refreshIntervals, clock: configuration.clock)
         self.committer = committer
         usesConditionalRequests = configuration.usesConditionalRequests
         planner = RequestPlanner(
@@ -116,6 +128,12 @@ public actor CachedTransport {
             configuration.respondsToMemoryPressure
             ? MemoryPressureObserver { pressure in committer.trim(for: pressure) }
             : nil
+        revalidationTriggers =
+            configuration.revalidatesOnForeground || configuration.revalidatesOnReconnect
+            ? RevalidationTriggers(
+                onForeground: configuration.revalidatesOnForeground, onReconnect: configuration.revalidatesOnReconnect)
+            : nil
+        revalidationTriggers?.attach(to: self)
         #endif
     }
 
@@ -273,8 +291,16 @@ public actor CachedTransport {
 
     /// A new stream of the changes that concern `endpoint`: updates of its URLs, invalidations
     /// that dropped some of its URLs (naming only those), and clears. See ``changes()``.
+    ///
+    /// While it lives, the transport polls `endpoint` when ``Configuration/refreshIntervals`` gives
+    /// it an interval.
     public nonisolated func changes(for endpoint: Endpoint) -> AsyncStream<CacheChange> {
-        broadcaster.subscribe(to: endpoint)
+        let endWatch = poller.watch(endpoint) { [weak self] interval in
+            // Entries another fetch confirmed within the last half interval wait for the next tick.
+            await self?.revalidate(
+                where: { endpoint.matches(normalizedURL: $0.url) }, skippingConfirmedWithin: interval / 2)
+        }
+        return broadcaster.subscribe(to: endpoint, onTermination: endWatch)
     }
 
     /// The response header that marks an answer served from a stored entry because the network

@@ -1,0 +1,130 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// What a revalidation did: ``CachedTransport/revalidate(_:)``, ``CachedTransport/revalidateAll()``,
+/// ``CachedTransport/revalidateWatched()``.
+public struct RevalidationSummary: Sendable, Hashable, CustomStringConvertible {
+    /// Entries revalidated: each asked the origin, or shared a fetch of its key already in flight.
+    public var revalidated = 0
+    /// Of those, the entries whose bytes changed, announced with ``CacheChange/updated(_:)``.
+    public var changed = 0
+    /// Of those, the entries whose revalidation failed (the error, or a status that is not
+    /// stored): they are kept as they were.
+    public var failed = 0
+    /// Entries skipped: stored or confirmed by the origin within
+    /// ``CachedTransport/Configuration/minimumRevalidationInterval``.
+    public var skipped = 0
+
+    /// Nothing revalidated.
+    public init() {}
+
+    /// As in `revalidated 12 (2 changed, 0 failed), skipped 3`.
+    public var description: String {
+        "revalidated \(revalidated) (\(changed) changed, \(failed) failed), skipped \(skipped)"
+    }
+}
+
+extension CachedTransport {
+    /// Asks the origin to confirm the held entries of `endpoint`, and returns when every answer
+    /// is in.
+    ///
+    /// Each entry is revalidated with the request that fetched it, made conditional on its
+    /// `ETag` or `Last-Modified` (see ``Configuration/usesConditionalRequests``), so an unchanged
+    /// entry costs a `304` and no body; an entry whose bytes changed is replaced and announced
+    /// with ``CacheChange/updated(_:)`` (its `values` streams yield the new value); an unchanged
+    /// one is announced nowhere. An entry with a fetch of its key already in flight shares that
+    /// fetch. A failure keeps the entry as it was, after the attempts the
+    /// ``Configuration/retryPolicy`` allows.
+    ///
+    /// At most ``Configuration/maximumConcurrentRevalidations`` run at once. Entries stored or
+    /// confirmed within ``Configuration/minimumRevalidationInterval`` are skipped. Cancelling the
+    /// calling task stops the revalidations not yet answered (a fetch shared with a caller goes
+    /// on for that caller).
+    @discardableResult
+    public nonisolated func revalidate(_ endpoint: Endpoint) async -> RevalidationSummary {
+        await revalidate(
+            where: { endpoint.matches(normalizedURL: $0.url) },
+            skippingConfirmedWithin: configuration.minimumRevalidationInterval)
+    }
+
+    /// Revalidates every held entry; see ``revalidate(_:)``.
+    @discardableResult
+    public nonisolated func revalidateAll() async -> RevalidationSummary {
+        await revalidate(where: { _ in true }, skippingConfirmedWithin: configuration.minimumRevalidationInterval)
+    }
+
+    /// Revalidates the held entries that something watches: the endpoints of live
+    /// ``changes(for:)`` streams, among them every ``values(_:for:decoder:)`` stream's URL (a
+    /// stream of all changes, ``changes()``, watches nothing in particular). See ``revalidate(_:)``.
+    ///
+    /// Call it from the app's own lifecycle code when it comes back to the foreground or learns
+    /// that the network is back; on Apple platforms ``Configuration/revalidatesOnForeground`` and
+    /// ``Configuration/revalidatesOnReconnect`` make the transport call it itself.
+    @discardableResult
+    public nonisolated func revalidateWatched() async -> RevalidationSummary {
+        let watched = broadcaster.watchedEndpoints
+        guard !watched.isEmpty else { return RevalidationSummary() }
+        return await revalidate(
+            where: { key in watched.contains { $0.matches(normalizedURL: key.url) } },
+            skippingConfirmedWithin: configuration.minimumRevalidationInterval)
+    }
+
+    /// Revalidates the held entries whose keys satisfy `matches`, skipping those stored or
+    /// confirmed within `interval`, at most ``Configuration/maximumConcurrentRevalidations`` at once.
+    @discardableResult
+    nonisolated func revalidate(
+        where matches: (CacheKey) -> Bool, skippingConfirmedWithin interval: Duration
+    ) async -> RevalidationSummary {
+        let now = planner.policy.clock.now
+        var summary = RevalidationSummary()
+        var due: [StoredResponse] = []
+        for entry in store.entries(where: matches) {
+            if now - entry.storedAt < interval {
+                summary.skipped += 1
+            } else {
+                due.append(entry)
+            }
+        }
+        guard !due.isEmpty else { return summary }
+        let limit = max(1, configuration.maximumConcurrentRevalidations)
+        await withTaskGroup(of: RevalidationSummary.self) { group in
+            var remaining = due[...]
+            func startNext() {
+                guard let entry = remaining.popFirst() else { return }
+                group.addTask { await self.revalidate(entry) }
+            }
+            for _ in 0..<limit { startNext() }
+            for await one in group {
+                summary.revalidated += one.revalidated
+                summary.changed += one.changed
+                summary.failed += one.failed
+                startNext()
+            }
+        }
+        return summary
+    }
+
+    /// Revalidates one held entry through the coalesced fetch path.
+    private nonisolated func revalidate(_ entry: StoredResponse) async -> RevalidationSummary {
+        store.record { $0.revalidations += 1 }
+        var summary = RevalidationSummary()
+        summary.revalidated = 1
+        let plan = FetchPlan(
+            request: entry.request, key: entry.key, fields: entry.request.allHTTPHeaderFields,
+            reason: .revalidation, acceptance: .transportRules, isObserved: false)
+        do {
+            let (_, response) = try await fetch(plan)
+            switch response.cacheOutcome?.storage {
+            case .stored(let changedBytes): summary.changed = changedBytes ? 1 : 0
+            case .notStored(let reason) where reason != .supersededInFlight && reason != .invalidatedInFlight:
+                summary.failed = 1
+            default: break
+            }
+        } catch {
+            summary.failed = 1
+        }
+        return summary
+    }
+}
