@@ -107,7 +107,11 @@ private final class RetryingLoad: NetworkLoad, @unchecked Sendable {
             try? await clock.sleep(for: delay)
             self.attempt()
         }
-        state.withLock { $0.waiting = waiting }
+        let cancelled = state.withLock { state -> Bool in
+            if !state.isCancelled { state.waiting = waiting }
+            return state.isCancelled
+        }
+        if cancelled { waiting.cancel() }
     }
 
     func cancel() {

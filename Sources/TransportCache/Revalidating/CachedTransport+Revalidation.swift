@@ -17,8 +17,13 @@ public struct RevalidationSummary: Sendable, Hashable, CustomStringConvertible {
     /// ``CachedTransport/Configuration/minimumRevalidationInterval``.
     public var skipped = 0
 
-    /// Nothing revalidated.
-    public init() {}
+    /// A summary with these counts; nothing revalidated by default.
+    public init(revalidated: Int = 0, changed: Int = 0, failed: Int = 0, skipped: Int = 0) {
+        self.revalidated = revalidated
+        self.changed = changed
+        self.failed = failed
+        self.skipped = skipped
+    }
 
     /// As in `revalidated 12 (2 changed, 0 failed), skipped 3`.
     public var description: String {

@@ -52,7 +52,7 @@ public actor CachedTransport {
     /// that an invalidation and a fetch's store never interleave.
     let inFlight: Locked<FetchStateMachine>
     /// Polls the endpoints streams watch (``Configuration/refreshIntervals``).
-    let poller: Poller
+    nonisolated let poller: Poller
     #if canImport(Darwin)
     /// Trims the store on the system's memory pressure events, until the transport goes away.
     private let memoryPressureObserver: MemoryPressureObserver?
