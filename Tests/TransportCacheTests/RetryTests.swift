@@ -62,7 +62,8 @@ struct RetryTests {
         let policy = RetryPolicy(maximumAttempts: 3, initialDelay: .milliseconds(100), maximumDelay: .seconds(30))
         let now = Date(timeIntervalSince1970: 1_700_000_000)
         func delay(_ value: String) -> Duration? {
-            policy.delay(after: .success(Self.response(503, headers: ["Retry-After": value])), attempt: 1, now: now, random: 1)
+            policy.delay(
+                after: .success(Self.response(503, headers: ["Retry-After": value])), attempt: 1, now: now, random: 1)
         }
         #expect(delay("7") == .seconds(7))
         #expect(delay(" 0 ") == .zero)
@@ -119,7 +120,9 @@ struct RetryTests {
     @Test("a hundred callers of one fetch cause one sequence of attempts, and all get the answer")
     func oneSchedulePerSharedFetch() async throws {
         let origin = ScriptedOrigin(gated: true)
-        origin.respond(to: URL(string: url)!, with: .init(status: 500, text: "down"), .init(status: 502, text: "down"), .init(text: "body"))
+        origin.respond(
+            to: URL(string: url)!, with: .init(status: 500, text: "down"), .init(status: 502, text: "down"),
+            .init(text: "body"))
         let transport = makeTransport(loader: origin) { $0.retryQuickly() }
         try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<100 { group.addTask { try await transport.data(for: request(self.url)).0.text } }

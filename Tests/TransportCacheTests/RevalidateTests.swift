@@ -65,7 +65,8 @@ struct RevalidateTests {
     func sendsTheOriginalRequest() async throws {
         let versioned = VersionedOrigin()
         let transport = makeTransport(loader: versioned.origin) { $0.minimumRevalidationInterval = .zero }
-        _ = try await transport.data(for: request(Self.base + "/me", headers: ["X-Api-Key": "k1", "Authorization": "Bearer a"]))
+        _ = try await transport.data(
+            for: request(Self.base + "/me", headers: ["X-Api-Key": "k1", "Authorization": "Bearer a"]))
         await transport.revalidateAll()
         let sent = try #require(versioned.origin.calls.last)
         #expect(sent.value(forHTTPHeaderField: "X-Api-Key") == "k1")
@@ -77,7 +78,9 @@ struct RevalidateTests {
     func throttle() async throws {
         let clock = TestClock()
         let versioned = VersionedOrigin()
-        let transport = makeTransport(loader: versioned.origin, clock: clock) { $0.minimumRevalidationInterval = .seconds(5) }
+        let transport = makeTransport(loader: versioned.origin, clock: clock) {
+            $0.minimumRevalidationInterval = .seconds(5)
+        }
         try await load(transport, ["/a", "/b"])
 
         #expect(await transport.revalidateAll() == RevalidationSummary(skipped: 2))
@@ -117,7 +120,9 @@ struct RevalidateTests {
         let transport = makeTransport(loader: versioned.origin) { $0.minimumRevalidationInterval = .zero }
         try await load(transport, ["/shared"])
         versioned.origin.closeGate()
-        let reload = Task { try await transport.data(for: request(Self.base + "/shared", policy: .reloadIgnoringLocalCacheData)) }
+        let reload = Task {
+            try await transport.data(for: request(Self.base + "/shared", policy: .reloadIgnoringLocalCacheData))
+        }
         await versioned.origin.waitForCalls(2)
 
         let revalidation = Task { await transport.revalidateAll() }
@@ -133,7 +138,8 @@ struct RevalidateTests {
     func failureKeepsEntry() async throws {
         let origin = ScriptedOrigin()
         let url = URL(string: Self.base + "/flaky")!
-        origin.respond(to: url, with: .init(headers: ["ETag": "\"1\""], text: "kept"), .failure(.notConnectedToInternet))
+        origin.respond(
+            to: url, with: .init(headers: ["ETag": "\"1\""], text: "kept"), .failure(.notConnectedToInternet))
         let transport = makeTransport(loader: origin) { $0.minimumRevalidationInterval = .zero }
         _ = try await transport.data(from: url)
         #expect(await transport.revalidateAll() == RevalidationSummary(revalidated: 1, failed: 1))

@@ -111,9 +111,9 @@ extension CachedTransport {
     }
 
     /// Takes a fetch's answer: the committer stores it, each waiting caller whose request it
-    /// matches gets it, the others are sent on to a fetch of their own. Callers are resumed, loads
-    /// started and changes published after the in-flight lock is released, callers in the order
-    /// they joined.
+    /// matches gets it, the others are sent on to a fetch of their own. Once the in-flight lock is
+    /// released, changes are published, then callers resumed (in the order they joined) and loads
+    /// started.
     ///
     /// A `304` to a conditional fetch answers with the stored body (status 200); when that entry
     /// is gone (invalidated, evicted or replaced while the request was in flight) the fetch is
@@ -239,6 +239,9 @@ extension CachedTransport {
                 }
             }
         }
+        // Published before any caller is resumed: a caller that subscribes once its answer is in
+        // hears only later changes, never the one this answer made.
+        committer.publishQueuedChanges()
         for position in waiters.indices {
             guard let waiter = waiters[position], answers[position] >= 0 else { continue }
             // Let go of it first: the caller, once resumed, then frees it on its own thread.
@@ -246,7 +249,6 @@ extension CachedTransport {
             waiter.resume(with: results[answers[position]])
         }
         for launch in launches { self.launch(launch) }
-        committer.publishQueuedChanges()
     }
 
     /// Releases a cancelled caller at once; cancels the fetch when it was the last one waiting.

@@ -34,7 +34,9 @@ struct RetryingLoader: NetworkLoading {
     func start(
         _ request: URLRequest, completion: @escaping @Sendable (Result<(Data, URLResponse), any Error>) -> Void
     ) -> any NetworkLoad {
-        guard RetryPolicy.retries(method: request.httpMethod) else { return inner.start(request, completion: completion) }
+        guard RetryPolicy.retries(method: request.httpMethod) else {
+            return inner.start(request, completion: completion)
+        }
         let load = RetryingLoad(request: request, loader: self, completion: completion)
         load.attempt()
         return load
