@@ -222,6 +222,16 @@ def rows(results, instructions=None):
         out.append(("Answer within the stale-while-revalidate window", fmt_time(stale), baseline,
                     f"{stale / plain_hit:.2f}× a hit" + (f", {blocking / stale:.0f}× faster than blocking" if blocking else ""),
                     "within 2× a plain hit", stale <= 2 * plain_hit, stale / (2 * plain_hit)))
+    sweep = "Revalidate all: 1,000 unchanged entries, 4 at once"
+    by_hand = "Revalidate all baseline: 1,000 conditional GETs by URLSession, 4 at once"
+    sweep_wall, by_hand_wall = seconds(results, sweep), seconds(results, by_hand)
+    if sweep_wall and by_hand_wall:
+        in_flight = metric(results, sweep, "maximumInFlight")
+        out.append(("revalidateAll() over 1,000 unchanged entries (loopback)",
+                    f"{fmt_time(sweep_wall)}, at most {in_flight:.0f} in flight",
+                    f"the same conditional GETs by URLSession, 4 at once, {fmt_time(by_hand_wall)}",
+                    f"{sweep_wall / by_hand_wall:.2f}×", "never more than 4 in flight",
+                    in_flight is not None and in_flight <= 4, (in_flight or 0) / 4))
     fan_out = seconds(results, "Fan-out: one invalidation to 1000 subscribers")
     if fan_out is not None:
         out.append(("Invalidation fan-out to 1,000 subscribers", fmt_time(fan_out), "—", "—", "≤ 5 ms",

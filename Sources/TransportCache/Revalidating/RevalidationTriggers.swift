@@ -20,14 +20,15 @@ final class RevalidationTriggers: @unchecked Sendable {
         weak var transport: CachedTransport?
     }
 
-    private let target = Locked(Target())
+    private let target: Locked<Target>
     private let observer: (any NSObjectProtocol)?
     #if canImport(Network)
     private let monitor: NWPathMonitor?
     #endif
 
     init(onForeground: Bool, onReconnect: Bool) {
-        let target = target
+        let target = Locked(Target())
+        self.target = target
         let revalidate: @Sendable () -> Void = {
             guard let transport = target.withLock({ $0.transport }) else { return }
             Task { await transport.revalidateWatched() }
