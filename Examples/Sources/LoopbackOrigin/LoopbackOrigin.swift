@@ -21,7 +21,11 @@ import ServiceLifecycle
 /// - `expires=<value>`: `Expires: <value>` (`past` stands for the epoch);
 /// - `gate=1`: wait until the gate is open (see ``closeGate()``);
 /// - `drop=1`: promise a longer body than is sent, then close the connection;
-/// - `reset=1`: reset the connection (TCP RST) without answering;
+/// - `reset=1`: reset the connection (TCP RST) without answering, after the gate and the delay;
+/// - `fail=<n>`: answer the first n requests for this path and query with the fault `failwith=`
+///   names, and later ones as the other parameters say;
+/// - `failwith=<code>|reset|drop`: that fault: the status `<code>` (`503` when not given), or what
+///   `reset=1` or `drop=1` does;
 /// - `redirect=<path>`: `302` to that path;
 /// - `loop=1`: `302` to the request's own path and query, for ever;
 /// - `stable=1`: leave `hit=<n>` out of the body, so it changes only with the path's version;
@@ -120,6 +124,14 @@ public final class LoopbackOrigin: Sendable {
     /// Requests that arrived in all.
     public var totalHits: Int { get async { await state.totalHits } }
 
+    /// The most requests answered at once since the start or ``resetMaximumConcurrentRequests()``.
+    /// A request counts from its arrival until its answer's head is ready (or it ends without
+    /// one), so never for longer than its client waits for it.
+    public var maximumConcurrentRequests: Int { get async { await state.maximumConcurrentRequests } }
+
+    /// Starts ``maximumConcurrentRequests`` again from the requests being answered now.
+    public func resetMaximumConcurrentRequests() async { await state.resetMaximumConcurrentRequests() }
+
     /// The path's version: how many non-GET requests it has received, plus the bumps of
     /// ``bumpVersion(of:)``.
     public func version(of path: String) async -> Int { await state.version(of: path) }
@@ -148,6 +160,8 @@ actor OriginState {
     private var notModifiedByKey: [String: Int] = [:]
     private(set) var totalNotModified = 0
     private(set) var bodyBytesSent = 0
+    private var concurrentRequests = 0
+    private(set) var maximumConcurrentRequests = 0
     private var lastHeaders: [String: [String: String]] = [:]
     private var versions: [String: Int] = [:]
     private var gateOpen = true
@@ -164,6 +178,15 @@ actor OriginState {
         for waiter in ready { waiter.continuation.resume() }
         return count
     }
+
+    func requestStarted() {
+        concurrentRequests += 1
+        maximumConcurrentRequests = max(maximumConcurrentRequests, concurrentRequests)
+    }
+
+    func requestEnded() { concurrentRequests -= 1 }
+
+    func resetMaximumConcurrentRequests() { maximumConcurrentRequests = concurrentRequests }
 
     func recordHeaders(_ headers: HTTPFields, key: String) {
         var fields: [String: String] = [:]
@@ -226,6 +249,18 @@ struct OriginContext: RequestContext {
 
 enum OriginResponder {
     static func respond(to request: Request, context: OriginContext, state: OriginState) async throws -> Response {
+        await state.requestStarted()
+        do {
+            let response = try await answer(request, context: context, state: state)
+            await state.requestEnded()
+            return response
+        } catch {
+            await state.requestEnded()
+            throw error
+        }
+    }
+
+    static func answer(_ request: Request, context: OriginContext, state: OriginState) async throws -> Response {
         var request = request
         let path = request.uri.path
         let query = request.uri.query
@@ -241,18 +276,21 @@ enum OriginResponder {
 
         await state.recordHeaders(request.headers, key: key)
         let hit = await state.recordHit(key: key, path: path)
-        if parameter("reset") == "1" {
+        var fault: String?
+        if let failing = parameter("fail").flatMap(Int.init), hit <= failing { fault = parameter("failwith") ?? "503" }
+        if parameter("gate") == "1" { await state.passGate() }
+        if let delay = parameter("delay").flatMap(Int.init), delay > 0 {
+            try await Task.sleep(for: .milliseconds(delay))
+        }
+        if parameter("reset") == "1" || fault == "reset" {
             // SO_LINGER with a zero timeout makes close() send RST instead of FIN.
             try? await (context.channel as? any SocketOptionProvider)?.setSoLinger(linger(l_onoff: 1, l_linger: 0))
                 .get()
             try? await context.channel.close()
             throw CancellationError()
         }
-        if parameter("gate") == "1" { await state.passGate() }
-        if let delay = parameter("delay").flatMap(Int.init), delay > 0 {
-            try await Task.sleep(for: .milliseconds(delay))
-        }
-        let status = HTTPResponse.Status(code: parameter("status").flatMap(Int.init) ?? 200)
+        let status = HTTPResponse.Status(
+            code: fault.flatMap(Int.init) ?? parameter("status").flatMap(Int.init) ?? 200)
 
         guard request.method == .get || request.method == .head else {
             let body = try await request.collectBody(upTo: 64 * 1024 * 1024)
@@ -286,7 +324,7 @@ enum OriginResponder {
             headers[.location] = location
             return Response(status: .found, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "redirect")))
         }
-        if parameter("drop") == "1" {
+        if parameter("drop") == "1" || fault == "drop" {
             let partial = ByteBuffer(repeating: UInt8(ascii: "d"), count: 1_000)
             headers[.contentLength] = "100000"
             return Response(
