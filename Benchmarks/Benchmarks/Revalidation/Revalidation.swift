@@ -11,7 +11,10 @@ import TransportCache
 // - a pull-to-refresh of an unchanged 200 KB body, conditional (a 304) against a full refetch,
 //   with the body bytes the origin sent per refresh as the custom metric `bodyBytesReceived`;
 // - an answer within the stale-while-revalidate window against a plain hit and against the
-//   blocking revalidation the same request costs without a window.
+//   blocking revalidation the same request costs without a window;
+// - `revalidateAll()` over 1,000 unchanged entries, four at once, against the same 1,000
+//   conditional GETs sent by URLSession four at once, with the most requests the origin had in
+//   flight as the custom metric `maximumInFlight`.
 // Measured inside detached tasks, off the main actor.
 
 private let origin = Shared<LoopbackOrigin>()
@@ -141,4 +144,75 @@ let benchmarks: @Sendable () -> Void = {
     } teardown: {
         try await stop()
     }
+
+    let sweep = Benchmark.Configuration(
+        metrics: [.wallClock, .custom("maximumInFlight")],
+        maxDuration: .seconds(isSmokeRun ? 1 : 20),
+        maxIterations: isSmokeRun ? 1 : 10
+    )
+
+    Benchmark("Revalidate all: 1,000 unchanged entries, 4 at once", configuration: sweep) { benchmark in
+        let transport = transport.value
+        await origin.value.resetMaximumConcurrentRequests()
+        benchmark.startMeasurement()
+        let summary = await Task.detached { await transport.revalidateAll() }.value
+        benchmark.stopMeasurement()
+        precondition(summary == RevalidationSummary(revalidated: sweepSize), "\(summary)")
+        benchmark.measurement(.custom("maximumInFlight"), await origin.value.maximumConcurrentRequests)
+    } setup: {
+        let started = try await LoopbackOrigin.start()
+        origin.value = started
+        var configuration = CachedTransport.Configuration()
+        configuration.minimumRevalidationInterval = .zero
+        configuration.maximumConcurrentRevalidations = 4
+        let cached = CachedTransport(configuration: configuration)
+        transport.value = cached
+        for index in 0..<sweepSize { _ = try await cached.data(from: started.url("/sweep/\(index)?stable=1")) }
+    } teardown: {
+        try await stop()
+    }
+
+    Benchmark("Revalidate all baseline: 1,000 conditional GETs by URLSession, 4 at once", configuration: sweep) {
+        benchmark in
+        let requests = conditionalRequests.value
+        await origin.value.resetMaximumConcurrentRequests()
+        benchmark.startMeasurement()
+        try await Task.detached {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                var remaining = requests[...]
+                func startNext() {
+                    guard let request = remaining.popFirst() else { return }
+                    group.addTask {
+                        let (_, response) = try await URLSession.shared.data(for: request)
+                        return (response as? HTTPURLResponse)?.statusCode ?? 0
+                    }
+                }
+                for _ in 0..<4 { startNext() }
+                for try await status in group {
+                    precondition(status == 304, "status \(status)")
+                    startNext()
+                }
+            }
+        }.value
+        benchmark.stopMeasurement()
+        benchmark.measurement(.custom("maximumInFlight"), await origin.value.maximumConcurrentRequests)
+    } setup: {
+        let started = try await LoopbackOrigin.start()
+        origin.value = started
+        var requests: [URLRequest] = []
+        for index in 0..<sweepSize {
+            var request = URLRequest(
+                url: started.url("/sweep/\(index)?stable=1"), cachePolicy: .reloadIgnoringLocalCacheData)
+            let (_, response) = try await URLSession.shared.data(for: request)
+            let tag = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "ETag")
+            request.setValue(tag, forHTTPHeaderField: "If-None-Match")
+            requests.append(request)
+        }
+        conditionalRequests.value = requests
+    } teardown: {
+        try await stop()
+    }
 }
+
+private let sweepSize = 1_000
+private let conditionalRequests = Shared<[URLRequest]>()
