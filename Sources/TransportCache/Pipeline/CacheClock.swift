@@ -17,14 +17,18 @@ public struct CacheClock: Sendable {
     private let readDate: @Sendable () -> Date
     private let sleepFor: @Sendable (Duration) async throws -> Void
 
-    /// A clock that reads `now` for ages and `date` for the wall-clock time HTTP's `Date`,
-    /// `Expires` and `Last-Modified` are compared with, and waits with `sleep`: the delay before
-    /// a retry (``RetryPolicy``) and between polls (``CachedTransport/Configuration/refreshIntervals``).
-    /// The three must advance together. The transport may read the first two while it holds its
-    /// own locks: never call the transport from them.
+    /// A clock that reads `now` and `date`, and waits with `sleep`. The three must advance
+    /// together. The transport may read the first two while it holds its own locks: never call
+    /// the transport from them.
     ///
-    /// - Parameter sleep: waits for the duration given, throwing `CancellationError` when the
-    ///   waiting task is cancelled. Default: `Task.sleep(for:)` on the continuous clock.
+    /// - Parameters:
+    ///   - now: the instant entries age by.
+    ///   - date: the wall-clock time HTTP's `Date`, `Expires`, `Last-Modified` and `Retry-After`
+    ///     are compared with.
+    ///   - sleep: waits for the duration given, throwing `CancellationError` when the waiting task
+    ///     is cancelled: the delay before a retry (``RetryPolicy``) and between polls
+    ///     (``CachedTransport/Configuration/refreshIntervals``). Default: `Task.sleep(for:)` on the
+    ///     continuous clock.
     public init(
         now: @escaping @Sendable () -> ContinuousClock.Instant,
         date: @escaping @Sendable () -> Date,
