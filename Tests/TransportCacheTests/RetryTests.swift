@@ -180,7 +180,7 @@ struct RetryTests {
         #expect(transport.pendingWork == (0, 0, 0))
     }
 
-    @Test("unsafe methods are never retried; a pass-through GET is")
+    @Test("unsafe methods and requests that pass through as sent are never retried; a plain GET is")
     func methods() async throws {
         let origin = ScriptedOrigin(respond: ScriptedOrigin.status(503))
         let transport = makeTransport(loader: origin) { $0.retryQuickly() }
@@ -189,7 +189,31 @@ struct RetryTests {
         }
         #expect(origin.callCount == 4)
         _ = try await transport.data(for: request(url, headers: ["Range": "bytes=0-9"]))
-        #expect(origin.callCount == 7)
+        #expect(origin.callCount == 5)
+        _ = try await transport.data(for: request(url))
+        #expect(origin.callCount == 8)
+        #expect(transport.statistics.retries == 2)
+    }
+
+    @Test("an answer's age counts from the attempt that brought it, not from the first")
+    func ageFromLastAttempt() async throws {
+        let clock = TestClock()
+        let origin = ScriptedOrigin()
+        origin.respond(
+            to: URL(string: url)!, with: .init(status: 503, headers: ["Retry-After": "15"], text: "busy"),
+            .init(headers: ["Cache-Control": "max-age=10"], text: "fresh for ten seconds"))
+        let transport = makeTransport(loader: origin, clock: clock) {
+            $0.retryPolicy = RetryPolicy(maximumAttempts: 2, initialDelay: .seconds(1), maximumDelay: .seconds(60))
+            $0.conformsToHTTPCaching = true
+        }
+        let first = Task { try await transport.data(for: request(self.url)) }
+        await clock.waitForSleepers(1)
+        clock.advance(by: .seconds(15))
+        _ = try await first.value
+        clock.advance(by: .seconds(5))
+        let (_, _, outcome) = try await transport.response(for: request(url))
+        #expect(outcome.source == .memory(.fresh))
+        #expect(origin.callCount == 2)
     }
 
     @Test("after the last attempt fails, staleIfError answers with the stored entry")

@@ -114,6 +114,44 @@ struct RevalidateTests {
         #expect(versioned.conditionalCalls.sorted() == paths.sorted())
     }
 
+    @Test("the limit holds over every revalidation under way, not per call")
+    func limitAcrossCalls() async throws {
+        let versioned = VersionedOrigin()
+        let transport = makeTransport(loader: versioned.origin) {
+            $0.minimumRevalidationInterval = .zero
+            $0.maximumConcurrentRevalidations = 2
+        }
+        try await load(transport, (1...3).map { "/a/\($0)" } + (1...3).map { "/b/\($0)" })
+        versioned.origin.closeGate()
+
+        let first = Task { await transport.revalidate(.pathPrefix("/a")) }
+        let second = Task { await transport.revalidate(.pathPrefix("/b")) }
+        await versioned.origin.waitForCalls(8)
+        #expect(transport.pendingWork.fetches == 2)
+        for call in 7...12 {
+            versioned.origin.release(call)
+            await versioned.origin.waitForCalls(min(call + 2, 12))
+            #expect(transport.pendingWork.fetches <= 2)
+        }
+        #expect(await first.value == RevalidationSummary(revalidated: 3))
+        #expect(await second.value == RevalidationSummary(revalidated: 3))
+    }
+
+    @Test("with staleIfError, a revalidation that cannot reach the origin still counts as failed")
+    func failureWithStaleIfError() async throws {
+        let origin = ScriptedOrigin()
+        let url = URL(string: Self.base + "/offline")!
+        origin.respond(
+            to: url, with: .init(headers: ["ETag": "\"1\""], text: "kept"), .failure(.notConnectedToInternet))
+        let transport = makeTransport(loader: origin) {
+            $0.minimumRevalidationInterval = .zero
+            $0.staleIfError = true
+        }
+        _ = try await transport.data(from: url)
+        #expect(await transport.revalidateAll() == RevalidationSummary(revalidated: 1, failed: 1))
+        #expect(transport.statistics.staleAnswers == 0)
+    }
+
     @Test("a revalidation shares a fetch of its key already in flight")
     func sharesFetchInFlight() async throws {
         let versioned = VersionedOrigin()

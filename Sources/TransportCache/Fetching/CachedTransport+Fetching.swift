@@ -110,7 +110,8 @@ extension CachedTransport {
         if case .cancel = action { load.cancel() }
     }
 
-    /// Takes a fetch's answer: the committer stores it, each waiting caller whose request it
+    /// Takes a fetch's answer, or schedules its next attempt when the answer is one the
+    /// ``Configuration/retryPolicy`` tries again. Otherwise the committer stores it, each waiting caller whose request it
     /// matches gets it, the others are sent on to a fetch of their own. Once the in-flight lock is
     /// released, changes are published, then callers resumed (in the order they joined) and loads
     /// started.
@@ -132,8 +133,15 @@ extension CachedTransport {
         var results: [Result<(Data, URLResponse), any Error>] = []
         var made: [(reason: Plan.FetchReason, joined: Bool, index: Int)] = []
         var launches: [Launch] = []
+        var retry: (attempt: Int, delay: Duration)?
         inFlight.withLock { machine in
             guard let fetch = machine.fetches[fetchID] else { return }  // Every caller left.
+            if let delay = retryDelay(of: fetch, after: result) {
+                fetch.attempt += 1
+                retry = (fetch.attempt, delay)
+                fetch.load = waitThenRetry(fetchID, after: delay)
+                return
+            }
             var result = result
             var revalidated: CacheOutcome.Storage?
             if case .success(let (_, fetched)) = result, let validated = fetch.revalidating,
@@ -180,8 +188,10 @@ extension CachedTransport {
                     let attempt = CacheOutcome(
                         source: .network(waiter.reason), joinedFetch: !fetch.wasStarted(by: waiter),
                         networkDuration: duration)
-                    if let stale = planner.answerAfterFailure(
-                        of: fetch.key, fields: waiter.request.allHTTPHeaderFields, error: error, outcome: attempt)
+                    // A revalidation asked the origin, not the store: its failure is its answer.
+                    if waiter.reason != .revalidation,
+                        let stale = planner.answerAfterFailure(
+                            of: fetch.key, fields: waiter.request.allHTTPHeaderFields, error: error, outcome: attempt)
                     {
                         results.append(.success(stale))
                         answers[position] = results.count - 1
@@ -239,6 +249,10 @@ extension CachedTransport {
                 }
             }
         }
+        if let retry {
+            reporter.retrying(interval.url, attempt: retry.attempt, delay: retry.delay)
+            return
+        }
         // Published before any caller is resumed: a caller that subscribes once its answer is in
         // hears only later changes, never the one this answer made.
         committer.publishQueuedChanges()
@@ -249,6 +263,36 @@ extension CachedTransport {
             waiter.resume(with: results[answers[position]])
         }
         for launch in launches { self.launch(launch) }
+    }
+
+    /// How long `fetch` waits before its next attempt after its current one ended with `result`,
+    /// as ``Configuration/retryPolicy`` says; nil when the result is final. Call with the
+    /// in-flight lock held.
+    private nonisolated func retryDelay(
+        of fetch: Fetch, after result: Result<(Data, URLResponse), any Error>
+    ) -> Duration? {
+        guard let retryPolicy else { return nil }
+        return retryPolicy.delay(
+            after: result, attempt: fetch.attempt, now: planner.policy.clock.date, random: .random(in: 0...1))
+    }
+
+    /// The wait before fetch `fetchID`'s next attempt: it then sends the fetch's request again
+    /// (conditional on what is stored then), unless every caller left meanwhile, which cancels
+    /// the wait. Call with the in-flight lock held: the wait is the fetch's load before the wait
+    /// can end.
+    private nonisolated func waitThenRetry(_ fetchID: Int, after delay: Duration) -> any NetworkLoad {
+        let clock = planner.policy.clock
+        return TaskLoad(
+            task: Task {
+                do { try await clock.sleep(for: delay) } catch { return }
+                let next = inFlight.withLock { machine -> Launch? in
+                    guard let fetch = machine.fetches[fetchID] else { return nil }
+                    fetch.requestTime = clock.date
+                    store.record { $0.retries += 1 }
+                    return launchable((fetchID, fetch))
+                }
+                if let next { launch(next) }
+            })
     }
 
     /// Releases a cancelled caller at once; cancels the fetch when it was the last one waiting.

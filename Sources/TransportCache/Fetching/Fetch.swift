@@ -32,10 +32,13 @@ final class Fetch: @unchecked Sendable {
     /// Set when the key is invalidated or a newer fetch of it starts while this one is in
     /// flight: its answer still reaches its callers but is not written into the store.
     var supersededBecause: CacheOutcome.NotStoredReason?
-    /// The origin fetch, once started; cancelled when the last caller leaves.
+    /// The origin fetch, once started, or the wait before its next attempt; cancelled when the
+    /// last caller leaves.
     var load: (any NetworkLoad)?
-    /// When the fetch started: the request time of HTTP's age calculation.
-    let requestTime: Date
+    /// When its current attempt was sent: the request time of HTTP's age calculation.
+    var requestTime: Date
+    /// Its attempts so far, from 1 (see ``RetryPolicy``).
+    var attempt = 1
 
     /// Waiters in the order they joined, with a hole where one left. Callers are resumed in that
     /// order: the Swift runtime removes a finished child from its task group by walking a list,

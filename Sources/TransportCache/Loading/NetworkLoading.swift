@@ -45,8 +45,8 @@ extension NetworkLoading {
     }
 }
 
-/// A load running in a task of its own, cancelled by cancelling the task.
-private struct TaskLoad: NetworkLoad {
+/// A load running in a task of its own (or a wait before one), cancelled by cancelling the task.
+struct TaskLoad: NetworkLoad {
     let task: Task<Void, Never>
 
     func cancel() { task.cancel() }

@@ -15,10 +15,15 @@ import FoundationNetworking
 ///
 /// Retries belong to the fetch, not to a caller: a hundred callers sharing one fetch cause one
 /// sequence of attempts, a caller that cancels leaves at once while the others wait on, and the
-/// attempts stop when the last caller has left. Only the last attempt's answer reaches the
-/// callers, and ``CachedTransport/Configuration/staleIfError`` then applies to it as to any
-/// failure. Other methods are never retried: the transport cannot know that sending them twice
-/// is harmless.
+/// wait ends, with no further attempt, when the last caller has left. Only the last attempt's
+/// answer reaches the callers, and ``CachedTransport/Configuration/staleIfError`` then applies to
+/// it as to any failure. Each further attempt is sent anew, conditional on what is stored by
+/// then, and an answer's age counts from it.
+///
+/// Only the fetches the transport makes for `GET` and `HEAD` are retried. Other methods never
+/// are: the transport cannot know that sending them twice is harmless. Requests that pass
+/// through as they were sent (their own conditions or `Range`, `no-store`, another scheme) are
+/// sent once, as URLSession would.
 ///
 /// ```swift
 /// var configuration = CachedTransport.Configuration()
@@ -47,12 +52,6 @@ public struct RetryPolicy: Sendable, Hashable {
         self.maximumDelay = maximumDelay
     }
 
-    /// Whether requests with `method` are ever retried: `GET` and `HEAD` only.
-    static func retries(method: String?) -> Bool {
-        let method = method ?? "GET"
-        return method == "GET" || method == "HEAD"
-    }
-
     /// How long to wait before attempt `attempt + 1`, after attempt `attempt` (from 1) ended
     /// with `result`; nil when it is not to be retried.
     /// - Parameters:
@@ -70,7 +69,9 @@ public struct RetryPolicy: Sendable, Hashable {
             guard let http = response as? HTTPURLResponse, retryableStatusCodes.contains(http.statusCode) else {
                 return nil
             }
-            if let retryAfter = http.headerValue("retry-after"), let wait = Self.wait(retryAfter, now: now) {
+            // A date is read against the origin's own clock when it sent one: the client's may be off.
+            let originNow = http.headerValue("date").flatMap(HTTPDate.parse) ?? now
+            if let retryAfter = http.headerValue("retry-after"), let wait = Self.wait(retryAfter, now: originNow) {
                 return min(wait, maximumDelay)
             }
             return backoff(beforeRetry: attempt, random: random)

@@ -96,8 +96,7 @@ final class TransportEvents: Sendable {
     }
 
     /// An attempt of a fetch of `url` failed; attempt `attempt` follows after `delay`.
-    func retrying(_ url: URL?, attempt: Int, delay: Duration) {
-        guard let url else { return }
+    func retrying(_ url: URL, attempt: Int, delay: Duration) {
         emit { CacheEvent(url: url, kind: .retrying(attempt: attempt, delay: delay)) }
         #if canImport(os)
         Self.logger.debug(

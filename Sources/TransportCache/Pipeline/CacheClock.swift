@@ -148,7 +148,8 @@ public final class ManualCacheClock: Sendable {
     public var sleepers: Int { state.withLock { $0.sleepers.count } }
 
     /// Returns once at least `count` sleeps wait for the clock to advance: the transport has
-    /// reached the wait a test means to end with ``advance(by:)``.
+    /// reached the wait a test means to end with ``advance(by:)``. It waits as long as it takes,
+    /// and cancelling the waiting task does not end it: start what sleeps first.
     public func waitForSleepers(_ count: Int = 1) async {
         await withCheckedContinuation { continuation in
             let ready = state.withLock { state -> Bool in

@@ -35,7 +35,8 @@ extension CachedTransport {
     /// Asks the origin to confirm the held entries of `endpoint`, and returns when every answer
     /// is in.
     ///
-    /// Each entry is revalidated with the request that fetched it, made conditional on its
+    /// Each entry is revalidated with the request that fetched it (its credentials included: after
+    /// a sign-out, invalidate the user's entries), made conditional on its
     /// `ETag` or `Last-Modified` (see ``Configuration/usesConditionalRequests``), so an unchanged
     /// entry costs a `304` and no body; an entry whose bytes changed is replaced and announced
     /// with ``CacheChange/updated(_:)`` (its `values` streams yield the new value); an unchanged
@@ -43,7 +44,8 @@ extension CachedTransport {
     /// fetch. A failure keeps the entry as it was, after the attempts the
     /// ``Configuration/retryPolicy`` allows.
     ///
-    /// At most ``Configuration/maximumConcurrentRevalidations`` run at once. Entries stored or
+    /// At most ``Configuration/maximumConcurrentRevalidations`` run at once, counting those of
+    /// every call, trigger and poll under way. Entries stored or
     /// confirmed within ``Configuration/minimumRevalidationInterval`` are skipped. Cancelling the
     /// calling task stops the revalidations not yet answered (a fetch shared with a caller goes
     /// on for that caller).
@@ -111,8 +113,11 @@ extension CachedTransport {
         return summary
     }
 
-    /// Revalidates one held entry through the coalesced fetch path.
+    /// Revalidates one held entry through the coalesced fetch path, once one of the transport's
+    /// ``Configuration/maximumConcurrentRevalidations`` permits is free.
     private nonisolated func revalidate(_ entry: StoredResponse) async -> RevalidationSummary {
+        await revalidationPermits.acquire()
+        defer { revalidationPermits.release() }
         store.record { $0.revalidations += 1 }
         var summary = RevalidationSummary()
         summary.revalidated = 1
@@ -131,5 +136,48 @@ extension CachedTransport {
             summary.failed = 1
         }
         return summary
+    }
+}
+
+/// The transport's revalidation permits: at most so many revalidations at once, across every call,
+/// trigger and poll; the others wait their turn in order.
+final class RevalidationPermits: Sendable {
+    private struct State {
+        var available: Int
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state: Locked<State>
+
+    init(_ count: Int) {
+        state = Locked(State(available: max(1, count)))
+    }
+
+    /// Takes a permit, waiting for one when none is free. A waiting caller is not interrupted by
+    /// cancellation: a permit frees up as soon as a revalidation answers.
+    func acquire() async {
+        await withCheckedContinuation { continuation in
+            let granted = state.withLock { state -> Bool in
+                guard state.available > 0 else {
+                    state.waiting.append(continuation)
+                    return false
+                }
+                state.available -= 1
+                return true
+            }
+            if granted { continuation.resume() }
+        }
+    }
+
+    /// Returns a permit, handing it to the longest waiting caller if any.
+    func release() {
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard !state.waiting.isEmpty else {
+                state.available += 1
+                return nil
+            }
+            return state.waiting.removeFirst()
+        }
+        next?.resume()
     }
 }

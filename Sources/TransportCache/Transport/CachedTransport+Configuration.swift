@@ -134,9 +134,11 @@ extension CachedTransport {
         /// Default: nil (a failure reaches the callers at once).
         public var retryPolicy: RetryPolicy?
 
-        /// The most revalidations ``CachedTransport/revalidate(_:)``, ``CachedTransport/revalidateAll()``
-        /// and ``CachedTransport/revalidateWatched()`` run at once, so that coming back to the
-        /// foreground with a thousand entries never opens a thousand connections. At least 1.
+        /// The most revalidations the transport runs at once, over every
+        /// ``CachedTransport/revalidate(_:)``, ``CachedTransport/revalidateAll()`` and
+        /// ``CachedTransport/revalidateWatched()`` call, trigger and poll under way, so that coming
+        /// back to the foreground with a thousand entries never opens a thousand connections. At
+        /// least 1.
         ///
         /// Default: 4.
         public var maximumConcurrentRevalidations = 4
@@ -167,9 +169,10 @@ extension CachedTransport {
 
         /// Per-endpoint polling intervals: while at least one stream watches an endpoint
         /// (``CachedTransport/changes(for:)``, or a ``CachedTransport/values(_:for:decoder:)``
-        /// stream, which watches its URL), the transport revalidates its entries at that interval
-        /// (conditionally when they have validators, so an unchanged answer costs no body), and
-        /// stops as soon as the last such stream ends. A stream's interval is the setting whose
+        /// stream, which watches its URL), the transport revalidates its entries each time that
+        /// interval has passed since its previous poll ended (conditionally when they have
+        /// validators, so an unchanged answer costs no body), and stops as soon as the last such
+        /// stream ends. A stream's interval is the setting whose
         /// endpoint equals the stream's, or, for a stream of one URL, the first setting that
         /// matches the URL. Entries confirmed within the last half interval, by another fetch, are
         /// skipped on that tick.

@@ -48,11 +48,15 @@ public actor CachedTransport {
     let configuration: Configuration
     /// ``Configuration/usesConditionalRequests``, read on every fetch.
     let usesConditionalRequests: Bool
+    /// ``Configuration/retryPolicy``, read when a fetch's attempt ends.
+    let retryPolicy: RetryPolicy?
     /// The fetches in flight and their callers. Every change to the store holds this lock too, so
     /// that an invalidation and a fetch's store never interleave.
     let inFlight: Locked<FetchStateMachine>
     /// Polls the endpoints streams watch (``Configuration/refreshIntervals``).
     nonisolated let poller: Poller
+    /// Bounds the revalidations under way (``Configuration/maximumConcurrentRevalidations``).
+    let revalidationPermits: RevalidationPermits
     #if canImport(Darwin)
     /// Trims the store on the system's memory pressure events, until the transport goes away.
     private let memoryPressureObserver: MemoryPressureObserver?
@@ -108,15 +112,11 @@ public actor CachedTransport {
             configuration: configuration
         )
         self.configuration = configuration
-        self.loader =
-            configuration.retryPolicy.map { policy in
-                RetryingLoader(inner: loader, policy: policy, clock: configuration.clock) { request, attempt, delay in
-                    store.record { $0.retries += 1 }
-                    reporter.retrying(request.url, attempt: attempt, delay: delay)
-                }
-            } ?? loader
+        self.loader = loader
+        retryPolicy = configuration.retryPolicy
         self.inFlight = inFlight
         poller = Poller(intervals: configuration.refreshIntervals, clock: configuration.clock)
+        revalidationPermits = RevalidationPermits(configuration.maximumConcurrentRevalidations)
         self.committer = committer
         usesConditionalRequests = configuration.usesConditionalRequests
         planner = RequestPlanner(
