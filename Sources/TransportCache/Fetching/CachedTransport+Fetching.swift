@@ -208,9 +208,7 @@ extension CachedTransport {
                 } else {
                     response = committer.prepared(fetched)
                     storage = committer.commitFetched(data, response: response, for: fetch)
-                    if fetch.isBackground, case .notStored(let reason) = storage,
-                        reason != .supersededInFlight, reason != .invalidatedInFlight
-                    {
+                    if fetch.isBackground, case .notStored(let reason) = storage, reason.refusesAnswer {
                         store.record { $0.failedBackgroundRevalidations += 1 }
                     }
                 }

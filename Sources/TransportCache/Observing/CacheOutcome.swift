@@ -169,6 +169,11 @@ public struct CacheOutcome: Sendable, Hashable, CustomStringConvertible {
         /// A newer reload or refresh of its key began while it was in flight.
         case supersededInFlight
 
+        /// Whether the answer itself was refused: a revalidation that ends so has failed. One left
+        /// unstored because the key moved on while it was in flight (invalidated, or a newer fetch
+        /// began) has not: what is stored now is newer.
+        var refusesAnswer: Bool { self != .invalidatedInFlight && self != .supersededInFlight }
+
         /// A short phrase, as in the outcome's own description.
         public var description: String {
             switch self {

@@ -128,7 +128,7 @@ extension CachedTransport {
             let (_, response) = try await fetch(plan)
             switch response.cacheOutcome?.storage {
             case .stored(let changedBytes): summary.changed = changedBytes ? 1 : 0
-            case .notStored(let reason) where reason != .supersededInFlight && reason != .invalidatedInFlight:
+            case .notStored(let reason) where reason.refusesAnswer:
                 summary.failed = 1
             default: break
             }
