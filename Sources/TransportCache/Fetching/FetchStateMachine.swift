@@ -122,10 +122,13 @@ struct FetchStateMachine: Sendable {
     }
 
     /// Stops the fetches in flight for the matching keys from storing their answers and from
-    /// being joined. Their callers still get their answers.
+    /// being joined, for `reason` (an invalidation, or an answer the app wrote). Their callers
+    /// still get their answers.
     /// - Complexity: O(f) in the fetches in flight.
-    mutating func detach(where matches: (CacheKey) -> Bool) {
-        for fetch in fetches.values where matches(fetch.key) { fetch.supersededBecause = .invalidatedInFlight }
+    mutating func detach(
+        where matches: (CacheKey) -> Bool, because reason: CacheOutcome.NotStoredReason = .invalidatedInFlight
+    ) {
+        for fetch in fetches.values where matches(fetch.key) { fetch.supersededBecause = reason }
         for key in joinable.keys where matches(key) { joinable[key] = nil }
     }
 

@@ -22,6 +22,8 @@ final class Committer: Sendable {
     private let storableStatusCodes: Set<Int>
     /// The header override the transport reads responses through; nil when following HTTP.
     private let cacheOverride: CacheOverride?
+    /// The optimistic updates pending, by key. Read and written with the in-flight lock held.
+    let optimistic = Locked(OptimisticLayers())
 
     init(
         store: ResponseStore,
@@ -79,6 +81,12 @@ final class Committer: Sendable {
             // The key was asked for anew and answered: why it once left no longer explains a miss.
             store.forgetDeparture(of: fetch.key)
             return .notStored(unstorable ?? .variesOnEverything)
+        }
+        if optimistic.withLock({ $0.setBase(entry, for: fetch.key) }) {
+            // Optimistic updates of the key are pending: this answer is what they roll back to,
+            // and the newest provisional answer stays visible.
+            store.record { $0.stores += 1 }
+            return .stored(changedBytes: false)
         }
         switch store.write(entry, for: fetch.key) {
         case .stored(let changedBytes, let evicted):
@@ -167,22 +175,29 @@ final class Committer: Sendable {
     /// The entry for an answer `fetch` brought, or nil when its `Vary` is `*`. Its response
     /// carries the outcome of a fresh answer from memory, so that a hit hands it over as it is.
     private func entry(_ data: Data, response: URLResponse, for fetch: Fetch) -> StoredResponse? {
+        entry(data, response: response, key: fetch.key, request: fetch.request, requestTime: fetch.requestTime)
+    }
+
+    /// The entry for `data` and `response` as the answer to `request`, stored under `key`,
+    /// asked for at `requestTime`; nil when its `Vary` is `*`.
+    func entry(_ data: Data, response: URLResponse, key: CacheKey, request: URLRequest, requestTime: Date)
+        -> StoredResponse?
+    {
         let names = Vary.names(of: response)
-        guard !names.contains("*"), let url = fetch.request.url else { return nil }
+        guard !names.contains("*"), let url = request.url else { return nil }
         let http = response as? HTTPURLResponse
         let stored =
             (response as? TransportHTTPURLResponse)?.outcome == .fresh
             ? response : HTTPResponseBuilder.answer(response, outcome: .fresh)
         return StoredResponse(
-            key: fetch.key,
+            key: key,
             data: data,
             response: stored,
-            selector: Vary.selector(
-                names: names, requestFields: fetch.request.allHTTPHeaderFields, keyHeaders: keyHeaders),
-            request: fetch.request,
-            cost: Self.cost(of: data, response: http, key: fetch.key),
+            selector: Vary.selector(names: names, requestFields: request.allHTTPHeaderFields, keyHeaders: keyHeaders),
+            request: request,
+            cost: Self.cost(of: data, response: http, key: key),
             storedAt: policy.clock.now,
-            lifetime: policy.lifetime(of: response, url: url, requestTime: fetch.requestTime),
+            lifetime: policy.lifetime(of: response, url: url, requestTime: requestTime),
             entityTag: http?.headerValue("etag"),
             lastModified: http?.headerValue("last-modified")
         )
@@ -201,6 +216,75 @@ final class Committer: Sendable {
         return cost
     }
 
+    // MARK: - Answers the app writes
+
+    /// Stores each of `answers` (made by ``entry(_:response:key:request:requestTime:)``) as if a
+    /// fetch had brought it now, as update `update`'s provisional answers when given. A fetch of
+    /// the key in flight no longer stores its (older) answer. While updates of a key are pending,
+    /// an answer written without one becomes their base. Announces changed bytes.
+    func commitLocal(_ answers: [StoredResponse], update: Int? = nil) {
+        inFlight.withLock { machine in
+            let keys = Set(answers.map(\.key))
+            machine.detach(where: { keys.contains($0) }, because: .supersededInFlight)
+            for entry in answers {
+                if let update {
+                    optimistic.withLock {
+                        $0.push(
+                            entry, id: update, for: entry.key,
+                            held: store.peek(entry.key, selectedBy: entry.request.allHTTPHeaderFields))
+                    }
+                } else if optimistic.withLock({ $0.setBase(entry, for: entry.key) }) {
+                    store.record { $0.stores += 1 }
+                    continue
+                }
+                show(entry, replacing: nil)
+            }
+        }
+        publishQueuedChanges()
+    }
+
+    /// Ends optimistic update `update` of `keys`: with the origin's answers in `confirmed` (by
+    /// key), or taken out (failed, or refetched). What each key shows is written and announced
+    /// when it changes; a failed update's rollback writes nothing when the entry it showed is no
+    /// longer stored (evicted or invalidated meanwhile).
+    func endUpdate(_ update: Int, keys: [CacheKey], confirmed: [CacheKey: StoredResponse], failed: Bool) {
+        inFlight.withLock { _ in
+            for key in keys {
+                guard let (before, after) = optimistic.withLock({ $0.end(update, for: key, confirmed: confirmed[key]) })
+                else {
+                    // Invalidated meanwhile: the origin's own answer is still worth storing.
+                    if let answer = confirmed[key] { show(answer, replacing: nil) }
+                    continue
+                }
+                guard before !== after else { continue }
+                let held = before.map { entry in store.state.withLock { $0.holds(entry, for: key) } } ?? false
+                if failed && !held { continue }
+                if let after {
+                    show(after, replacing: held ? before : nil)
+                } else if let before, held, store.remove(before, for: key), let url = URL(string: key.url) {
+                    reporter.invalidated([key])
+                    broadcaster.enqueue(.invalidated(urls: [url], endpoint: nil))
+                }
+            }
+        }
+        publishQueuedChanges()
+    }
+
+    /// Makes `entry` the one its key shows, replacing `replacing` when given, and announces
+    /// changed bytes. Call with the in-flight lock held.
+    private func show(_ entry: StoredResponse, replacing: StoredResponse?) {
+        guard case .stored(let changedBytes, let evicted) = store.write(entry, for: entry.key, replacing: replacing),
+            let url = URL(string: entry.key.url)
+        else { return }
+        store.record { $0.stores += 1 }
+        reporter.stored(url, bytes: entry.data.count, changedBytes: changedBytes)
+        reporter.evicted(evicted)
+        if changedBytes { broadcaster.enqueue(.updated(url)) }
+    }
+
+    /// The largest entry the store takes.
+    var maximumEntryCost: Int { store.maximumEntryCost }
+
     // MARK: - Dropping entries
 
     /// Drops every entry whose key satisfies `matches`, stops the fetches in flight for those keys
@@ -210,6 +294,8 @@ final class Committer: Sendable {
         inFlight.withLock { machine in
             machine.detach(where: matches)
             let removed = store.removeAll(where: matches)
+            // What an invalidation dropped, no rollback brings back.
+            optimistic.withLock { $0.forget(where: matches) }
             reporter.invalidated(removed)
             if let change = change(removed) { broadcaster.enqueue(change) }
         }

@@ -1,0 +1,137 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An answer the app writes into a transport itself: what a request will get, before or instead of
+/// the origin's (``CachedTransport/store(_:)``, ``CachedTransport/optimisticUpdate(_:write:confirmed:)``).
+public struct ProvisionalAnswer: Sendable {
+    /// The request it answers: its method (`GET` or `HEAD`), URL and identity headers make the key.
+    public var request: URLRequest
+    /// The body.
+    public var data: Data
+    /// The response; nil for `200 OK` with `Content-Type: application/json`.
+    public var response: HTTPURLResponse?
+
+    /// An answer of `data` (and `response`, or `200 OK` as JSON) to `request`.
+    public init(for request: URLRequest, data: Data, response: HTTPURLResponse? = nil) {
+        self.request = request
+        self.data = data
+        self.response = response
+    }
+
+    /// An answer of `value` encoded by `encoder` to `request`, for ``CachedTransport/value(_:for:decoder:)``
+    /// and `values` callers.
+    /// - Throws: the encoder's error.
+    public init<Value: Encodable>(for request: URLRequest, value: Value, encoder: JSONEncoder = JSONEncoder()) throws {
+        self.init(for: request, data: try encoder.encode(value))
+    }
+}
+
+/// Why the transport refused an answer the app wrote. Nothing was written.
+public enum LocalWriteError: Error, Sendable, Equatable {
+    /// The request is not one the transport stores: another method than `GET` or `HEAD`, another
+    /// scheme than `http` or `https`, or no URL; or the response says `Vary: *`.
+    case notCacheable(URL?)
+    /// The answer is larger than the largest entry the store takes
+    /// (``CachedTransport/Configuration/maximumEntryShare`` of the capacity).
+    case tooLarge(URL)
+}
+
+extension CachedTransport {
+    /// Stores `answer` as if the origin had just sent it: requests for its key are answered with
+    /// it from memory, watchers hear ``CacheChange/updated(_:)`` when its bytes differ from what
+    /// was held, and `values` streams yield it. A fetch of the key already in flight no longer
+    /// stores its (older) answer.
+    ///
+    /// ```swift
+    /// try transport.store(ProvisionalAnswer(for: URLRequest(url: articlesURL), value: articles))
+    /// ```
+    ///
+    /// - Throws: ``LocalWriteError``; then nothing is written.
+    public nonisolated func store(_ answer: ProvisionalAnswer) throws {
+        committer.commitLocal([try entry(for: answer)])
+    }
+
+    /// Shows `provisional` at once, everywhere, then runs `write` (usually the `POST` or `PUT` that
+    /// makes the change), and settles:
+    /// - when `write` returns and `confirmed` gives the origin's answers, they replace the
+    ///   provisional ones;
+    /// - when `write` returns and `confirmed` gives nil (the default), each key is refetched, and
+    ///   the provisional answer stays visible until the origin's arrives (or, if that refetch
+    ///   fails, stays as the answer);
+    /// - when `write` throws (a cancelled task included), each key rolls back to the exact bytes
+    ///   it held before, or to nothing if it held nothing, and the error is rethrown.
+    ///
+    /// Each change of what a key shows is announced. Two updates of one key apply in the order
+    /// they were made: the newest pending one is visible, one that fails is taken out wherever it
+    /// is, so the other stays visible. A fetch that began before the update never overwrites it;
+    /// one that ends while it is pending becomes what it rolls back to. An entry invalidated or
+    /// evicted meanwhile is not brought back by a rollback.
+    ///
+    /// ```swift
+    /// let created = try await transport.optimisticUpdate(
+    ///     [ProvisionalAnswer(for: listRequest, value: articles + [draft])],
+    ///     write: { try await api.post(draft) })
+    /// ```
+    ///
+    /// - Returns: what `write` returned.
+    /// - Throws: ``LocalWriteError`` before anything is shown or written; otherwise what `write`
+    ///   or `confirmed` threw.
+    public nonisolated(nonsending) func optimisticUpdate<Output>(
+        _ provisional: [ProvisionalAnswer],
+        write: () async throws -> Output,
+        confirmed: (Output) throws -> [ProvisionalAnswer]? = { _ in nil }
+    ) async throws -> Output {
+        let entries = try provisional.map(entry(for:))
+        let keys = entries.map(\.key)
+        let update = committer.optimistic.withLock { $0.nextID() }
+        committer.commitLocal(entries, update: update)
+        let output: Output
+        let answers: [ProvisionalAnswer]?
+        do {
+            output = try await write()
+            answers = try confirmed(output)
+        } catch {
+            committer.endUpdate(update, keys: keys, confirmed: [:], failed: true)
+            throw error
+        }
+        guard let answers else {
+            // Refetched while the provisional answer still shows: the origin's answer becomes
+            // what the update ends on. A key whose refetch fails keeps the provisional answer.
+            var kept: [CacheKey: StoredResponse] = [:]
+            for entry in entries where (try? await refresh(entry.request)) == nil { kept[entry.key] = entry }
+            committer.endUpdate(update, keys: keys, confirmed: kept, failed: false)
+            return output
+        }
+        let confirmedEntries = (try? answers.map(entry(for:))) ?? []
+        var byKey: [CacheKey: StoredResponse] = [:]
+        for entry in confirmedEntries { byKey[entry.key] = entry }
+        committer.endUpdate(update, keys: keys, confirmed: byKey, failed: false)
+        let others = confirmedEntries.filter { !keys.contains($0.key) }
+        if !others.isEmpty { committer.commitLocal(others) }
+        return output
+    }
+
+    /// The entry `answer` makes, checked before anything is written.
+    private nonisolated func entry(for answer: ProvisionalAnswer) throws -> StoredResponse {
+        let request = answer.request
+        let method = request.httpMethod ?? "GET"
+        guard method == "GET" || method == "HEAD", let url = request.url,
+            let key = CacheKey(request, keyHeaders: planner.keyHeaders)
+        else { throw LocalWriteError.notCacheable(request.url) }
+        let response: URLResponse =
+            answer.response
+            ?? HTTPResponseBuilder.response(
+                url: url, statusCode: 200, headerFields: HeaderFields(["Content-Type": "application/json"]),
+                outcome: .fresh)
+        // Nil only for `Vary: *`, which no request could be answered from.
+        guard
+            let entry = committer.entry(
+                answer.data, response: committer.prepared(response), key: key, request: request,
+                requestTime: planner.policy.clock.date)
+        else { throw LocalWriteError.notCacheable(url) }
+        guard entry.cost <= committer.maximumEntryCost else { throw LocalWriteError.tooLarge(url) }
+        return entry
+    }
+}

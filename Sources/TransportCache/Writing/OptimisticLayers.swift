@@ -1,0 +1,76 @@
+/// The optimistic updates pending for each key, oldest first, over the base they roll back to:
+/// the one place that decides what a key shows while updates are pending.
+///
+/// What is visible is the newest update's entry, or the base when none is left. An update that
+/// fails, or settles by a refetch, is taken out wherever it is; one that settles with the origin's
+/// answer keeps its place with that answer, and settled updates at the bottom fold into the base.
+/// So two updates of one key apply in the order they were made, and the first one failing leaves
+/// the second visible. While updates are pending, what a fetch brings becomes the base instead of
+/// the visible entry. An invalidation forgets the key's updates: nothing it dropped comes back.
+struct OptimisticLayers: Sendable {
+    private struct Layer {
+        let id: Int
+        var entry: StoredResponse
+        var isSettled = false
+    }
+
+    private struct Stack {
+        /// The entry held before the first pending update, or what a fetch brought since.
+        var base: StoredResponse?
+        var layers: [Layer]
+
+        var visible: StoredResponse? { layers.last?.entry ?? base }
+    }
+
+    private var stacks: [CacheKey: Stack] = [:]
+    private var lastID = 0
+
+    /// A new update's identifier.
+    mutating func nextID() -> Int {
+        lastID += 1
+        return lastID
+    }
+
+    /// Puts update `id`'s provisional `entry` on top of `key`'s updates; `held` (the entry stored
+    /// now) becomes their base when none is pending yet.
+    mutating func push(_ entry: StoredResponse, id: Int, for key: CacheKey, held: @autoclosure () -> StoredResponse?) {
+        if stacks[key] == nil { stacks[key] = Stack(base: held(), layers: []) }
+        stacks[key]?.layers.append(Layer(id: id, entry: entry))
+    }
+
+    /// Ends update `id` of `key`: with the origin's `confirmed` answer, or taken out (`nil`: it
+    /// failed, or a refetch brought the answer).
+    /// - Returns: the entry visible before and after; nil when the update is not pending (its key
+    ///   was invalidated meanwhile).
+    mutating func end(_ id: Int, for key: CacheKey, confirmed: StoredResponse?)
+        -> (before: StoredResponse?, after: StoredResponse?)?
+    {
+        guard var stack = stacks[key], let index = stack.layers.firstIndex(where: { $0.id == id }) else { return nil }
+        let before = stack.visible
+        if let confirmed {
+            stack.layers[index].entry = confirmed
+            stack.layers[index].isSettled = true
+        } else {
+            stack.layers.remove(at: index)
+        }
+        while let first = stack.layers.first, first.isSettled {
+            stack.base = first.entry
+            stack.layers.removeFirst()
+        }
+        stacks[key] = stack.layers.isEmpty ? nil : stack
+        return (before, stack.visible)
+    }
+
+    /// Makes `entry` the base of `key`'s pending updates. - Returns: false when none is pending.
+    mutating func setBase(_ entry: StoredResponse, for key: CacheKey) -> Bool {
+        guard stacks[key] != nil else { return false }
+        stacks[key]?.base = entry
+        return true
+    }
+
+    /// Forgets the pending updates of the keys `matches` selects.
+    mutating func forget(where matches: (CacheKey) -> Bool) {
+        guard !stacks.isEmpty else { return }
+        for key in stacks.keys where matches(key) { stacks[key] = nil }
+    }
+}

@@ -1,0 +1,270 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+@testable import TransportCache
+import TransportCacheTesting
+
+@Suite("Local writes and optimistic updates")
+struct LocalWriteTests {
+    let url = URL(string: "https://api.example.com/articles")!
+    var list: URLRequest { URLRequest(url: url) }
+
+    struct Failed: Error {}
+
+    /// An origin whose list is the current value of `body`.
+    static func listOrigin(_ body: Locked<String>, gated: Bool = false) -> ScriptedOrigin {
+        ScriptedOrigin(gated: gated) { request, _ in
+            if request.httpMethod == "POST" { return .init(status: 201, text: "created") }
+            return .init(text: body.withLock { $0 })
+        }
+    }
+
+    @Test("a stored answer is what requests get from memory, announced once when its bytes change")
+    func storeAnswers() async throws {
+        let origin = echoOrigin()
+        let transport = makeTransport(loader: origin)
+        var changes = transport.changes(for: .url(url)).makeAsyncIterator()
+
+        try transport.store(ProvisionalAnswer(for: list, value: ["local"]))
+        try transport.store(ProvisionalAnswer(for: list, value: ["local"]))
+        let (data, response, outcome) = try await transport.response(for: list)
+
+        #expect(try JSONDecoder().decode([String].self, from: data) == ["local"])
+        #expect(response.statusCode == 200)
+        #expect(response.value(forHTTPHeaderField: "Content-Type") == "application/json")
+        #expect(outcome.source == .memory(.fresh))
+        #expect(origin.callCount == 0)
+        #expect(await changes.next() == .updated(url))
+        transport.invalidateAll()
+        #expect(await changes.next() == .cleared)
+    }
+
+    @Test("a values stream yields what the app stored")
+    func valuesSeeLocalWrites() async throws {
+        let body = Locked("[\"a\"]")
+        let transport = makeTransport(loader: Self.listOrigin(body))
+        var values = transport.values([String].self, for: list).makeAsyncIterator()
+        #expect(try await values.next() == ["a"])
+        try transport.store(ProvisionalAnswer(for: list, value: ["a", "b"]))
+        #expect(try await values.next() == ["a", "b"])
+    }
+
+    @Test("bad input is refused before anything is written")
+    func badInput() async throws {
+        let transport = makeTransport(loader: echoOrigin()) { $0.memoryCapacity = 10_000 }
+        var post = list
+        post.httpMethod = "POST"
+        #expect(throws: LocalWriteError.notCacheable(url)) {
+            try transport.store(ProvisionalAnswer(for: post, data: Data()))
+        }
+        let file = URLRequest(url: URL(string: "file:///tmp/x")!)
+        #expect(throws: LocalWriteError.notCacheable(file.url)) {
+            try transport.store(ProvisionalAnswer(for: file, data: Data()))
+        }
+        let huge = ProvisionalAnswer(for: list, data: Data(count: 5_000))
+        #expect(throws: LocalWriteError.tooLarge(url)) { try transport.store(huge) }
+        await #expect(throws: LocalWriteError.tooLarge(url)) {
+            try await transport.optimisticUpdate([huge], write: { Issue.record("the write must not run") })
+        }
+        #expect(transport.statistics.entries == 0)
+        // An empty body is an answer like any other.
+        try transport.store(ProvisionalAnswer(for: list, data: Data()))
+        #expect(try await transport.data(for: list).0.isEmpty)
+    }
+
+    @Test("the provisional answer shows at once; the write's confirmed answer replaces it")
+    func confirmed() async throws {
+        let body = Locked("[\"a\"]")
+        let origin = Self.listOrigin(body)
+        let transport = makeTransport(loader: origin)
+        _ = try await transport.data(for: list)
+        var changes = transport.changes(for: .url(url)).makeAsyncIterator()
+
+        let output = try await transport.optimisticUpdate(
+            [ProvisionalAnswer(for: list, value: ["a", "b?"])],
+            write: { () async throws -> String in
+                let shown = try await transport.data(for: list).0.text
+                #expect(shown == "[\"a\",\"b?\"]")
+                return "created b"
+            },
+            confirmed: { _ in [ProvisionalAnswer(for: list, data: Data("[\"a\",\"b\"]".utf8))] })
+
+        #expect(output == "created b")
+        #expect(try await transport.data(for: list).0.text == "[\"a\",\"b\"]")
+        #expect(await changes.next() == .updated(url))
+        #expect(await changes.next() == .updated(url))
+        #expect(origin.callCount == 1)
+    }
+
+    @Test("without a confirmed answer, the key is refetched and the provisional answer shows until it arrives")
+    func refetched() async throws {
+        let body = Locked("[\"a\"]")
+        let origin = Self.listOrigin(body)
+        let transport = makeTransport(loader: origin)
+        _ = try await transport.data(for: list)
+
+        _ = try await transport.optimisticUpdate([ProvisionalAnswer(for: list, value: ["a", "b?"])]) {
+            body.withLock { $0 = "[\"a\",\"b\"]" }
+        }
+        #expect(try await transport.data(for: list).0.text == "[\"a\",\"b\"]")
+        #expect(origin.callCount == 2)
+    }
+
+    @Test("a failed write rolls back to the exact bytes held before, and rethrows")
+    func rollback() async throws {
+        let body = Locked("[\"a\"]")
+        let transport = makeTransport(loader: Self.listOrigin(body))
+        let (before, _) = try await transport.data(for: list)
+        var changes = transport.changes(for: .url(url)).makeAsyncIterator()
+
+        await #expect(throws: Failed.self) {
+            try await transport.optimisticUpdate([ProvisionalAnswer(for: list, value: ["a", "b?"])]) {
+                throw Failed()
+            }
+        }
+        #expect(try await transport.data(for: list).0 == before)
+        #expect(await changes.next() == .updated(url))
+        #expect(await changes.next() == .updated(url))
+    }
+
+    @Test("a rollback of a key that held nothing leaves nothing, announced as an invalidation")
+    func rollbackToNothing() async throws {
+        let transport = makeTransport(loader: echoOrigin())
+        var changes = transport.changes(for: .url(url)).makeAsyncIterator()
+        await #expect(throws: Failed.self) {
+            try await transport.optimisticUpdate([ProvisionalAnswer(for: list, value: ["b?"])]) { throw Failed() }
+        }
+        #expect(transport.statistics.entries == 0)
+        #expect(await changes.next() == .updated(url))
+        #expect(await changes.next() == .invalidated(urls: [url], endpoint: nil))
+    }
+
+    @Test("a cancelled write rolls back")
+    func cancelledWrite() async throws {
+        let body = Locked("[\"a\"]")
+        let origin = Self.listOrigin(body)
+        let transport = makeTransport(loader: origin)
+        let (before, _) = try await transport.data(for: list)
+        origin.closeGate()
+        let update = Task {
+            try await transport.optimisticUpdate([ProvisionalAnswer(for: list, value: ["b?"])]) {
+                var post = URLRequest(url: URL(string: "https://api.example.com/articles/new")!)
+                post.httpMethod = "POST"
+                return try await transport.data(for: post)
+            }
+        }
+        await origin.waitForCalls(2)
+        #expect(try await transport.data(for: list).0.text == "[\"b?\"]")
+        update.cancel()
+        #expect(await thrownError { try await update.value } is CancellationError)
+        #expect(try await transport.data(for: list).0 == before)
+    }
+
+    @Test(
+        "two updates of one key: the first failing leaves the second visible; the second failing then restores the base"
+    )
+    func twoUpdatesFirstFails() async throws {
+        let body = Locked("[\"a\"]")
+        let transport = makeTransport(loader: Self.listOrigin(body))
+        let (base, _) = try await transport.data(for: list)
+        let firstGate = AsyncGate()
+        let secondGate = AsyncGate()
+        let first = Task {
+            try await transport.optimisticUpdate([ProvisionalAnswer(for: list, value: ["first"])]) {
+                try await firstGate.wait()
+            }
+        }
+        await waitUntil { (try? await transport.data(for: list).0.text) == "[\"first\"]" }
+        let second = Task {
+            try await transport.optimisticUpdate([ProvisionalAnswer(for: list, value: ["second"])]) {
+                try await secondGate.wait()
+            }
+        }
+        await waitUntil { (try? await transport.data(for: list).0.text) == "[\"second\"]" }
+
+        firstGate.fail()
+        #expect(await thrownError { try await first.value } != nil)
+        #expect(try await transport.data(for: list).0.text == "[\"second\"]")
+        secondGate.fail()
+        #expect(await thrownError { try await second.value } != nil)
+        #expect(try await transport.data(for: list).0 == base)
+    }
+
+    @Test("a fetch that began before the update never overwrites it; one that ends during it becomes its base")
+    func fetchesAndUpdates() async throws {
+        let body = Locked("[\"old\"]")
+        let origin = Self.listOrigin(body, gated: true)
+        let transport = makeTransport(loader: origin)
+        let early = Task { try await transport.data(for: list) }
+        await origin.waitForCalls(1)
+        let gate = AsyncGate()
+        let update = Task {
+            try await transport.optimisticUpdate([ProvisionalAnswer(for: list, value: ["mine"])]) {
+                try await gate.wait()
+            }
+        }
+        // Asked without a request: one would join the fetch the origin holds.
+        await waitUntil { transport.statistics.stores == 1 }
+        origin.openGate()
+        #expect(try await early.value.0.text == "[\"old\"]")
+        #expect(try await transport.data(for: list).0.text == "[\"mine\"]")
+
+        // A refresh during the update: its answer is what a rollback returns to.
+        body.withLock { $0 = "[\"new\"]" }
+        #expect(try await transport.refresh(list).0.text == "[\"new\"]")
+        #expect(try await transport.data(for: list).0.text == "[\"mine\"]")
+        gate.fail()
+        #expect(await thrownError { try await update.value } != nil)
+        #expect(try await transport.data(for: list).0.text == "[\"new\"]")
+    }
+
+    @Test("an entry invalidated during the update is not brought back by its rollback")
+    func invalidatedNotResurrected() async throws {
+        let body = Locked("[\"a\"]")
+        let origin = Self.listOrigin(body)
+        let transport = makeTransport(loader: origin)
+        _ = try await transport.data(for: list)
+        await #expect(throws: Failed.self) {
+            try await transport.optimisticUpdate([ProvisionalAnswer(for: list, value: ["b?"])]) {
+                transport.invalidate(list)
+                throw Failed()
+            }
+        }
+        #expect(transport.statistics.entries == 0)
+        _ = try await transport.data(for: list)
+        #expect(origin.callCount == 2)
+    }
+}
+
+/// Holds a task's write until it is told to fail it.
+final class AsyncGate: Sendable {
+    private struct State {
+        var waiter: CheckedContinuation<Void, any Error>?
+        var failed = false
+    }
+
+    private let state = Locked(State())
+
+    struct Failure: Error {}
+
+    func wait() async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let failNow = state.withLock { state -> Bool in
+                if !state.failed { state.waiter = continuation }
+                return state.failed
+            }
+            if failNow { continuation.resume(throwing: Failure()) }
+        }
+    }
+
+    func fail() {
+        let waiter = state.withLock { state in
+            state.failed = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(throwing: Failure())
+    }
+}
