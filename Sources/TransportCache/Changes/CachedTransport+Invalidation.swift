@@ -10,7 +10,7 @@ extension CachedTransport {
     /// its (possibly stale) answer into the store, and later requests do not join it. Runs on the
     /// caller's thread, without waiting for the actor.
     public nonisolated func invalidate(_ request: URLRequest) {
-        guard let key = CacheKey(request, keyHeaders: planner.keyHeaders) else { return }
+        guard let key = planner.storedKey(of: request) else { return }
         let url = URL(string: key.url) ?? request.url
         committer.drop(
             where: { $0 == key }, announcing: { _ in .invalidated(urls: url.map { [$0] } ?? [], endpoint: nil) })
@@ -23,6 +23,25 @@ extension CachedTransport {
         committer.drop(
             where: { endpoint.matches(normalizedURL: $0.url) },
             announcing: { removed in .invalidated(urls: Committer.urls(of: removed.map(\.url)), endpoint: endpoint) })
+    }
+
+    /// Drops every stored entry whose request was given `tag` (``data(for:tags:)``), across URLs,
+    /// methods and identities, and announces the URLs dropped. A fetch of such an entry in flight
+    /// still answers its callers but does not store. A tag that names nothing changes nothing and
+    /// announces nothing. Runs on the caller's thread, without waiting for the actor.
+    /// - Returns: how many entries were dropped.
+    @discardableResult
+    public nonisolated func invalidate(tag: String) -> Int {
+        let keys = store.keys(taggedWith: tag)
+        guard !keys.isEmpty else { return 0 }
+        var dropped = 0
+        committer.drop(
+            where: { keys.contains($0) },
+            announcing: { removed in
+                dropped = removed.count
+                return removed.isEmpty ? nil : .invalidated(urls: Committer.urls(of: removed.map(\.url)), endpoint: nil)
+            })
+        return dropped
     }
 
     /// Drops every stored entry, and announces ``CacheChange/cleared``. Runs on the caller's

@@ -84,7 +84,8 @@ extension CachedTransport {
     /// is one with validators and ``Configuration/usesConditionalRequests`` is on. Call with the
     /// in-flight lock held.
     private nonisolated func outgoingRequest(for fetch: Fetch) -> URLRequest {
-        guard usesConditionalRequests,
+        // A query `POST` is never conditional: `If-None-Match` on a `POST` asks something else.
+        guard usesConditionalRequests, fetch.key.method != "POST",
             let entry = store.peek(fetch.key, selectedBy: fetch.request.allHTTPHeaderFields),
             entry.hasValidators
         else {

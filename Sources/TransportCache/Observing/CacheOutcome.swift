@@ -118,6 +118,9 @@ public struct CacheOutcome: Sendable, Hashable, CustomStringConvertible {
         case requestNoStore
         /// Not GET or HEAD: never stored, and it invalidates what it changed when it succeeds.
         case unsafeMethod
+        /// A `POST` to a query endpoint (``CachedTransport/Configuration/queryEndpoints``) whose
+        /// body is a stream or larger than ``CachedTransport/Configuration/maximumQueryBodySize``.
+        case queryBodyTooLarge
         /// Not `http` or `https`.
         case notHTTP
 
@@ -127,6 +130,7 @@ public struct CacheOutcome: Sendable, Hashable, CustomStringConvertible {
             case .requestConditions: "request conditions"
             case .requestNoStore: "request no-store"
             case .unsafeMethod: "unsafe method"
+            case .queryBodyTooLarge: "query body too large"
             case .notHTTP: "not HTTP"
             }
         }

@@ -19,11 +19,21 @@ final class RequestPlanner: Sendable {
     /// ``CachedTransport/Configuration/staleIfError``.
     let answersStaleOnError: Bool
 
-    init(keyHeaders: KeyHeaders, policy: FreshnessPolicy, store: ResponseStore, answersStaleOnError: Bool) {
+    /// ``CachedTransport/Configuration/queryEndpoints``.
+    let queryEndpoints: [Endpoint]
+    /// ``CachedTransport/Configuration/maximumQueryBodySize``.
+    let maximumQueryBodySize: Int
+
+    init(
+        keyHeaders: KeyHeaders, policy: FreshnessPolicy, store: ResponseStore, answersStaleOnError: Bool,
+        queryEndpoints: [Endpoint] = [], maximumQueryBodySize: Int = 0
+    ) {
         self.keyHeaders = keyHeaders
         self.policy = policy
         self.store = store
         self.answersStaleOnError = answersStaleOnError
+        self.queryEndpoints = queryEndpoints
+        self.maximumQueryBodySize = maximumQueryBodySize
     }
 
     /// The plan for `request`; `refreshing` for ``CachedTransport/refresh(_:)``.
@@ -35,11 +45,15 @@ final class RequestPlanner: Sendable {
         }
         let method = request.httpMethod ?? "GET"
         let fields = request.allHTTPHeaderFields
-        guard let key = CacheKey(method: method, url: url, fields: fields, keyHeaders: keyHeaders) else {
+        guard var key = CacheKey(method: method, url: url, fields: fields, keyHeaders: keyHeaders) else {
             return send(request, url: url, because: .notHTTP)
         }
-        guard method == "GET" || method == "HEAD" else {
-            return send(request, url: url, because: .unsafeMethod)
+        if method != "GET" && method != "HEAD" {
+            switch query(request, method: method, url: url, key: key) {
+            case .keyed(let queryKey): key = queryKey
+            case .tooLarge: return send(request, url: url, because: .queryBodyTooLarge)
+            case .none: return send(request, url: url, because: .unsafeMethod)
+            }
         }
         let directives = RequestDirectives(fields)
         if let bypass = directives.bypass { return send(request, url: url, because: bypass) }
@@ -90,6 +104,38 @@ final class RequestPlanner: Sendable {
             FetchPlan(
                 request: request, key: key, fields: fields, reason: missReason, acceptance: acceptance,
                 isObserved: isObserved))
+    }
+
+    /// The key `request` is stored under, or nil when such a request is never stored (another
+    /// method than a query's, another scheme, no URL).
+    func storedKey(of request: URLRequest) -> CacheKey? {
+        guard let url = request.url, let key = CacheKey(request, keyHeaders: keyHeaders) else { return nil }
+        let method = request.httpMethod ?? "GET"
+        if method == "GET" || method == "HEAD" { return key }
+        guard case .keyed(let queryKey) = query(request, method: method, url: url, key: key) else { return nil }
+        return queryKey
+    }
+
+    private enum Query {
+        /// A query `POST`, keyed by its body as well.
+        case keyed(CacheKey)
+        /// A `POST` to a query endpoint whose body cannot be keyed: a stream, or too large.
+        case tooLarge
+    }
+
+    /// Whether `request` (not a `GET` or `HEAD`) is a query `POST`
+    /// (``CachedTransport/Configuration/queryEndpoints``), and its key then: `key` with the body
+    /// itself beside the identity values, so that two queries share an answer only when their
+    /// bodies are the same bytes.
+    private func query(_ request: URLRequest, method: String, url: URL, key: CacheKey) -> Query? {
+        guard method == "POST", !queryEndpoints.isEmpty, queryEndpoints.contains(where: { $0.matches(url) }) else {
+            return nil
+        }
+        guard let body = request.httpBody ?? (request.httpBodyStream == nil ? Data() : nil),
+            body.count <= maximumQueryBodySize
+        else { return .tooLarge }
+        return .keyed(
+            CacheKey(method: method, url: key.url, identity: key.identity + ["body " + body.base64EncodedString()]))
     }
 
     /// The stored answer `plan` may take now instead of fetching: a fetch of its key may have

@@ -11,12 +11,13 @@ import FoundationNetworking
 /// or an in-flight fetch. Headers a stored response names in `Vary` are checked on top of the key
 /// by the store, against the request that stored it.
 struct CacheKey: Hashable, Sendable {
-    /// `GET` or `HEAD`.
+    /// `GET` or `HEAD`, or `POST` for a query (``CachedTransport/Configuration/queryEndpoints``).
     let method: String
     /// The URL with scheme and host lowercased, the default port and the fragment dropped.
     let url: String
     /// One value per name in ``KeyHeaders/names`` (nil where absent); empty when all are absent,
-    /// so the common request without identity headers allocates nothing here.
+    /// so the common request without identity headers allocates nothing here. A query `POST`'s
+    /// body follows them.
     let identity: [String?]
     /// The three above folded into one word when the key is made (see ``KeyDigest``).
     private let digest: UInt64

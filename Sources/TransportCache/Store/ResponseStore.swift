@@ -12,6 +12,8 @@ final class ResponseStore: Sendable {
         var statistics = CacheStatistics()
         /// Why keys recently left.
         var departures = Departures()
+        /// The keys each tag names.
+        var tags = TagIndex()
         /// Whether anyone listens to the transport's events: kept here, so that a hit reads it
         /// under the lock it takes anyway.
         var isObserved = false
@@ -189,6 +191,21 @@ final class ResponseStore: Sendable {
             state.syncGauges()
             return removed
         }
+    }
+
+    /// Names `key` by each of `tags`; see ``TagIndex``.
+    func tag(_ key: CacheKey, with tags: Set<String>) {
+        state.withLock { state in
+            // Room for every held key to carry a few tags before keys that left are forgotten.
+            if state.tags.tag(key, with: tags, limit: 4 * state.entries.count + 1_024) {
+                state.tags.prune { state.entries.peekValue(forKey: $0) != nil }
+            }
+        }
+    }
+
+    /// The keys `tag` names, forgetting the tag.
+    func keys(taggedWith tag: String) -> Set<CacheKey> {
+        state.withLock { $0.tags.take(tag) }
     }
 
     /// Forgets why `key` left: a fetch of it completed without storing an answer, so a later

@@ -180,6 +180,22 @@ extension CachedTransport {
         /// Default: none.
         public var refreshIntervals: [EndpointSetting<Duration>] = []
 
+        /// Endpoints whose `POST` requests are queries (a GraphQL endpoint, a search API): such a
+        /// request is keyed by its URL, identity headers and body, and coalesced, stored and
+        /// answered from memory like a `GET`; it invalidates nothing. Every other `POST` goes to
+        /// the origin, is never stored, and invalidates what it may have changed. A body sent as a
+        /// stream, or larger than ``maximumQueryBodySize``, passes through (outcome
+        /// ``CacheOutcome/PassThroughReason/queryBodyTooLarge``), invalidating nothing.
+        ///
+        /// Default: none.
+        public var queryEndpoints: [Endpoint] = []
+
+        /// The largest body a query `POST` (``queryEndpoints``) is keyed by, in bytes: the key
+        /// holds the body itself, so that two different queries never share an answer.
+        ///
+        /// Default: 64 KiB.
+        public var maximumQueryBodySize = 64 * 1024
+
         /// How many undelivered changes each stream from ``CachedTransport/changes()`` keeps. A
         /// subscriber slower than the changes loses the oldest ones first; the transport never
         /// waits for a subscriber. Default: 100.

@@ -120,7 +120,8 @@ public actor CachedTransport {
         self.committer = committer
         usesConditionalRequests = configuration.usesConditionalRequests
         planner = RequestPlanner(
-            keyHeaders: keyHeaders, policy: policy, store: store, answersStaleOnError: configuration.staleIfError)
+            keyHeaders: keyHeaders, policy: policy, store: store, answersStaleOnError: configuration.staleIfError,
+            queryEndpoints: configuration.queryEndpoints, maximumQueryBodySize: configuration.maximumQueryBodySize)
         #if canImport(Darwin)
         // The handler holds the committer, not the transport: the observer, and with it the
         // handler, go away with the transport.
@@ -199,6 +200,21 @@ public actor CachedTransport {
             throw URLError(.badServerResponse).carrying(CacheOutcome(source: .passedThrough(.notHTTP)))
         }
         return (data, http, outcome)
+    }
+
+    /// Loads `request` as ``data(for:)`` does, giving what it stores `tags`: names that
+    /// ``invalidate(tag:)`` drops it by, whatever its URL. Tags stay in the app: nothing reaches the
+    /// origin. A request that is not stored (another method, another scheme) is not tagged.
+    ///
+    /// ```swift
+    /// let (data, _) = try await transport.data(for: request, tags: ["articles", "user:42"])
+    /// transport.invalidate(tag: "articles")
+    /// ```
+    public nonisolated(nonsending) func data(for request: URLRequest, tags: Set<String>) async throws -> (
+        Data, URLResponse
+    ) {
+        if !tags.isEmpty, let key = planner.storedKey(of: request) { store.tag(key, with: tags) }
+        return try await data(for: request)
     }
 
     /// Loads `url` with a plain GET request; see ``data(for:)``.

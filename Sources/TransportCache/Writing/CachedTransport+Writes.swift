@@ -116,10 +116,9 @@ extension CachedTransport {
     /// The entry `answer` makes, checked before anything is written.
     private nonisolated func entry(for answer: ProvisionalAnswer) throws -> StoredResponse {
         let request = answer.request
-        let method = request.httpMethod ?? "GET"
-        guard method == "GET" || method == "HEAD", let url = request.url,
-            let key = CacheKey(request, keyHeaders: planner.keyHeaders)
-        else { throw LocalWriteError.notCacheable(request.url) }
+        guard let url = request.url, let key = planner.storedKey(of: request) else {
+            throw LocalWriteError.notCacheable(request.url)
+        }
         let response: URLResponse =
             answer.response
             ?? HTTPResponseBuilder.response(
