@@ -112,6 +112,20 @@ struct LocalWriteTests {
         #expect(origin.callCount == 2)
     }
 
+    @Test("a refetch that brings nothing storable leaves the provisional answer as the answer")
+    func refetchFails() async throws {
+        let origin = ScriptedOrigin()
+        origin.respond(to: url, with: .init(text: "[\"a\"]"), .init(status: 500, text: "down"))
+        let transport = makeTransport(loader: origin)
+        _ = try await transport.data(for: list)
+        // Given twice, the last provisional answer for a key is the one shown.
+        _ = try await transport.optimisticUpdate(
+            [ProvisionalAnswer(for: list, value: ["x"]), ProvisionalAnswer(for: list, value: ["a", "b"])]
+        ) {}
+        #expect(origin.callCount == 2)
+        #expect(try await transport.data(for: list).0.text == "[\"a\",\"b\"]")
+    }
+
     @Test("a failed write rolls back to the exact bytes held before, and rethrows")
     func rollback() async throws {
         let body = Locked("[\"a\"]")

@@ -59,7 +59,7 @@ extension CachedTransport {
     ///   provisional ones;
     /// - when `write` returns and `confirmed` gives nil (the default), each key is refetched, and
     ///   the provisional answer stays visible until the origin's arrives (or, if that refetch
-    ///   fails, stays as the answer);
+    ///   fails or brings an answer that is not stored, stays as the answer);
     /// - when `write` throws (a cancelled task included), each key rolls back to the exact bytes
     ///   it held before, or to nothing if it held nothing, and the error is rethrown.
     ///
@@ -83,7 +83,12 @@ extension CachedTransport {
         write: () async throws -> Output,
         confirmed: (Output) throws -> [ProvisionalAnswer]? = { _ in nil }
     ) async throws -> Output {
-        let entries = try provisional.map(entry(for:))
+        // One provisional answer per key: the last given.
+        var entries: [StoredResponse] = []
+        for entry in try provisional.map(entry(for:)) {
+            entries.removeAll { $0.key == entry.key }
+            entries.append(entry)
+        }
         let keys = entries.map(\.key)
         let update = committer.optimistic.withLock { $0.nextID() }
         committer.commitLocal(entries, update: update)
@@ -100,7 +105,11 @@ extension CachedTransport {
             // Refetched while the provisional answer still shows: the origin's answer becomes
             // what the update ends on. A key whose refetch fails keeps the provisional answer.
             var kept: [CacheKey: StoredResponse] = [:]
-            for entry in entries where (try? await refresh(entry.request)) == nil { kept[entry.key] = entry }
+            for entry in entries {
+                let refetched = try? await refresh(entry.request)
+                if case .stored = refetched?.1.cacheOutcome?.storage { continue }
+                kept[entry.key] = entry
+            }
             committer.endUpdate(update, keys: keys, confirmed: kept, failed: false)
             return output
         }
