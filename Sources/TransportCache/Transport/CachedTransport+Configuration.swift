@@ -185,7 +185,9 @@ extension CachedTransport {
         /// answered from memory like a `GET`; it invalidates nothing. Every other `POST` goes to
         /// the origin, is never stored, and invalidates what it may have changed. A body sent as a
         /// stream, or larger than ``maximumQueryBodySize``, passes through (outcome
-        /// ``CacheOutcome/PassThroughReason/queryBodyTooLarge``), invalidating nothing.
+        /// ``CacheOutcome/PassThroughReason/queryBodyTooLarge``), invalidating nothing. Being
+        /// declared a query, such a `POST` may be sent again on the transport's own account (a
+        /// revalidation, a poll, a retry): list only endpoints where that is harmless.
         ///
         /// Default: none.
         public var queryEndpoints: [Endpoint] = []

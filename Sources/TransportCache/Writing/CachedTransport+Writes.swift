@@ -6,7 +6,8 @@ import FoundationNetworking
 /// An answer the app writes into a transport itself: what a request will get, before or instead of
 /// the origin's (``CachedTransport/store(_:)``, ``CachedTransport/optimisticUpdate(_:write:confirmed:)``).
 public struct ProvisionalAnswer: Sendable {
-    /// The request it answers: its method (`GET` or `HEAD`), URL and identity headers make the key.
+    /// The request it answers: its method (`GET` or `HEAD`, or a query `POST`, see
+    /// ``CachedTransport/Configuration/queryEndpoints``), URL and identity headers make the key.
     public var request: URLRequest
     /// The body.
     public var data: Data
@@ -30,8 +31,9 @@ public struct ProvisionalAnswer: Sendable {
 
 /// Why the transport refused an answer the app wrote. Nothing was written.
 public enum LocalWriteError: Error, Sendable, Equatable {
-    /// The request is not one the transport stores: another method than `GET` or `HEAD`, another
-    /// scheme than `http` or `https`, or no URL; or the response says `Vary: *`.
+    /// The request is not one the transport stores: another method than `GET` or `HEAD` (or a
+    /// query `POST`), another scheme than `http` or `https`, or no URL; or the response says
+    /// `Vary: *`.
     case notCacheable(URL?)
     /// The answer is larger than the largest entry the store takes
     /// (``CachedTransport/Configuration/maximumEntryShare`` of the capacity).
