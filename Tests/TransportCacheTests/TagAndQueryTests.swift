@@ -84,6 +84,19 @@ struct TagAndQueryTests {
         #expect(origin.callCount == 3)
     }
 
+    @Test("a query POST is never retried")
+    func queryNotRetried() async throws {
+        let origin = ScriptedOrigin(respond: ScriptedOrigin.status(503))
+        let transport = makeTransport(loader: origin) {
+            $0.queryEndpoints = [.pathPrefix("/graphql")]
+            $0.retryQuickly()
+        }
+        _ = try await transport.data(for: post("/graphql", body: "{}"))
+        #expect(origin.callCount == 1)
+        _ = try await transport.data(for: request(Self.base + "/graphql"))
+        #expect(origin.callCount == 4)
+    }
+
     @Test("every other POST behaves as before, and a query body over the bound passes through, invalidating nothing")
     func otherPosts() async throws {
         let origin = echoOrigin()

@@ -270,7 +270,8 @@ extension CachedTransport {
     private nonisolated func retryDelay(
         of fetch: Fetch, after result: Result<(Data, URLResponse), any Error>
     ) -> Duration? {
-        guard let retryPolicy else { return nil }
+        // `GET` and `HEAD` only: a query `POST` shares the fetch path, not the retries.
+        guard let retryPolicy, fetch.key.method != "POST" else { return nil }
         return retryPolicy.delay(
             after: result, attempt: fetch.attempt, now: planner.policy.clock.date, random: .random(in: 0...1))
     }

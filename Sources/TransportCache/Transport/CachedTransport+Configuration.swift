@@ -187,7 +187,8 @@ extension CachedTransport {
         /// stream, or larger than ``maximumQueryBodySize``, passes through (outcome
         /// ``CacheOutcome/PassThroughReason/queryBodyTooLarge``), invalidating nothing. Being
         /// declared a query, such a `POST` may be sent again on the transport's own account (a
-        /// revalidation, a poll, a retry): list only endpoints where that is harmless.
+        /// revalidation, a poll; never a retry, which is for `GET` and `HEAD` only): list only
+        /// endpoints where that is harmless.
         ///
         /// Default: none.
         public var queryEndpoints: [Endpoint] = []
