@@ -8,7 +8,9 @@ import TransportCache
 
 /// A `ClientTransport` for clients made by swift-openapi-generator that sends every operation
 /// through a ``CachedTransport``: GET and HEAD operations are answered from memory and coalesced,
-/// other methods pass through and invalidate what they changed.
+/// other methods pass through and invalidate what they changed. Each stored answer is tagged with
+/// its operation's ID, so `transport.invalidate(tag: "<operationID>")` drops every answer of that
+/// operation, whatever its parameters.
 ///
 /// ```swift
 /// let transport = CachedTransport()   // one per app, shared with the rest of the app
@@ -42,7 +44,8 @@ public struct CachedClientTransport: ClientTransport {
         self.maximumRequestBodySize = maximumRequestBodySize
     }
 
-    /// Sends `request` through ``transport`` and hands back its answer.
+    /// Sends `request` through ``transport`` and hands back its answer, tagging what it stores with
+    /// `operationID` (see ``CachedTransport/data(for:tags:)``).
     ///
     /// - Throws: what ``CachedTransport/data(for:)`` throws (`URLError`, `CancellationError`), or a
     ///   ``CachedClientTransportError``. The generated client wraps each in its `ClientError`.
@@ -61,7 +64,7 @@ public struct CachedClientTransport: ClientTransport {
         if let body {
             urlRequest.httpBody = try await collect(body)
         }
-        let (data, response) = try await transport.data(for: urlRequest)
+        let (data, response) = try await transport.data(for: urlRequest, tags: [operationID])
         guard let http = response as? HTTPURLResponse else {
             throw CachedClientTransportError.notHTTPResponse
         }

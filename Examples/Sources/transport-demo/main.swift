@@ -143,6 +143,47 @@ for (label, request) in steps {
 }
 print()
 
+// 5. An optimistic update: screen A posts an article, screen B shows it before the origin answers.
+let news = origin.url("/news?stable=1")
+let newsList = try await transport.data(from: news).0
+let newsChanges = transport.changes(for: .url(news))
+let postedAt = clock.now
+let screenBShows = Task {
+    var shown: [(at: Duration, list: Data)] = []
+    for await change in newsChanges {
+        guard case .updated = change else { continue }
+        shown.append((clock.now - postedAt, try await transport.data(from: news).0))
+        if shown.count == 2 { break }
+    }
+    return shown
+}
+let title = "Caching at the edge"
+let postArticle = {
+    var post = request(origin.url("/news?delay=300"), method: "POST")
+    post.httpBody = Data(title.utf8)
+    return post
+}()
+let postAnswered = try await transport.optimisticUpdate(
+    [ProvisionalAnswer(for: URLRequest(url: news), data: newsList + Data("\n+ \(title)".utf8))],
+    write: {
+        _ = try await transport.data(for: postArticle)
+        return clock.now - postedAt
+    })
+let shown = try await screenBShows.value
+func onScreen(_ list: Data) -> String {
+    String(decoding: list, as: UTF8.self).contains(title)
+        ? "\(list.version) + \"\(title)\", provisional" : "\(list.version), the origin's list"
+}
+print(
+    """
+    5. Screen A posts an article, which the origin answers after 300 ms; screen B watches the list
+       CachedTransport         screen B showed \(newsList.version); screen A posts at 0.00 s
+                               \(seconds(shown[0].at))  screen B shows \(onScreen(shown[0].list))
+                               \(seconds(postAnswered))  the POST is answered; the list is refetched
+                               \(seconds(shown[1].at))  screen B shows \(onScreen(shown[1].list))
+
+    """)
+
 let statistics = transport.statistics
 print(
     """

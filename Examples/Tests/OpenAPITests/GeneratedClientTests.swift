@@ -114,6 +114,48 @@ struct GeneratedClientTests {
         }
     }
 
+    @Test("invalidate(tag:) with an operation ID drops that operation's stored answers, not another operation's")
+    func invalidateByOperationID() async throws {
+        try await withOrigin { origin in
+            let cache = CachedTransport()
+            let client = Client(serverURL: origin.baseURL, transport: CachedClientTransport(cache))
+            func articles(page: Int) async throws -> String {
+                try await String(plainText: client.listArticles(query: .init(page: page)).ok.body.plainText)
+            }
+            let firstPage = try await articles(page: 1)
+            let secondPage = try await articles(page: 2)
+            let item = try await client.itemText("a")
+            // Stored: asked again, each is answered from memory.
+            #expect(try await articles(page: 1) == firstPage)
+            #expect(try await articles(page: 2) == secondPage)
+            #expect(try await client.itemText("a") == item)
+            #expect(await origin.totalHits == 3)
+            var changes = cache.changes().makeAsyncIterator()
+
+            // One tag names both pages of listArticles, whatever their query.
+            #expect(cache.invalidate(tag: "listArticles") == 2)
+            #expect(
+                await changes.next()
+                    == .invalidated(
+                        urls: [origin.url("/articles?page=1"), origin.url("/articles?page=2")], endpoint: nil))
+            #expect(cache.invalidate(tag: "listArticles") == 0)
+
+            // Both pages go to the origin again; getItem is still answered from memory.
+            #expect(try await articles(page: 1).contains(" hit=2"))
+            #expect(try await articles(page: 2).contains(" hit=2"))
+            #expect(try await client.itemText("a") == item)
+            #expect(await origin.hits("/articles?page=1") == 2)
+            #expect(await origin.hits("/articles?page=2") == 2)
+            #expect(await origin.hits(path: "/items/a") == 1)
+
+            // And the other way round: getItem goes to the origin, the refetched pages stay.
+            #expect(cache.invalidate(tag: "getItem") == 1)
+            #expect(try await client.itemText("a").contains(" hit=2"))
+            #expect(try await articles(page: 1).contains(" hit=2"))
+            #expect(await origin.totalHits == 6)
+        }
+    }
+
     @Test(
         "a connection reset arrives as the generated client's ClientError wrapping the URLError",
         arguments: TransportUnderTest.allCases
