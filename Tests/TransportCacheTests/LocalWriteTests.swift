@@ -126,6 +126,28 @@ struct LocalWriteTests {
         #expect(try await transport.data(for: list).0.text == "[\"a\",\"b\"]")
     }
 
+    @Test("the update's own POST to the list's URL does not take the provisional answer away before the refetch")
+    func ownWriteSpared() async throws {
+        let body = Locked("[\"a\"]")
+        let origin = Self.listOrigin(body)
+        let transport = makeTransport(loader: origin)
+        _ = try await transport.data(for: list)
+        var post = list
+        post.httpMethod = "POST"
+        _ = try await transport.optimisticUpdate([ProvisionalAnswer(for: list, value: ["a", "b?"])]) {
+            _ = try await transport.data(for: post)
+            // The POST succeeded: the list's entry would be invalidated, but the update holds it.
+            var cached = list
+            cached.cachePolicy = .returnCacheDataDontLoad
+            #expect(try await transport.data(for: cached).0.text == "[\"a\",\"b?\"]")
+            body.withLock { $0 = "[\"a\",\"b\"]" }
+        }
+        #expect(try await transport.data(for: list).0.text == "[\"a\",\"b\"]")
+        // An unsafe request with no update pending still invalidates.
+        _ = try await transport.data(for: post)
+        #expect(transport.statistics.entries == 0)
+    }
+
     @Test("a failed write rolls back to the exact bytes held before, and rethrows")
     func rollback() async throws {
         let body = Locked("[\"a\"]")

@@ -67,7 +67,7 @@ extension CachedTransport {
             targets.insert(normalized)
         }
         committer.drop(
-            where: { targets.contains($0.url) },
+            where: { targets.contains($0.url) }, sparingPendingUpdates: true,
             announcing: { _ in .invalidated(urls: Committer.urls(of: targets), endpoint: nil) })
     }
 

@@ -290,8 +290,16 @@ final class Committer: Sendable {
     /// Drops every entry whose key satisfies `matches`, stops the fetches in flight for those keys
     /// from storing their answers (their callers still get them) and from being joined, and
     /// announces what `change` makes of the removed keys (nothing when it returns nil).
-    func drop(where matches: (CacheKey) -> Bool, announcing change: ([CacheKey]) -> CacheChange?) {
+    /// - Parameter sparingPendingUpdates: leave the keys with optimistic updates pending as they
+    ///   are (the invalidation a successful unsafe request makes, perhaps the update's own write:
+    ///   the update settles those keys itself).
+    func drop(
+        where selects: (CacheKey) -> Bool, sparingPendingUpdates: Bool = false,
+        announcing change: ([CacheKey]) -> CacheChange?
+    ) {
         inFlight.withLock { machine in
+            let spared = sparingPendingUpdates ? optimistic.withLock { $0.pendingKeys } : []
+            func matches(_ key: CacheKey) -> Bool { selects(key) && !spared.contains(key) }
             machine.detach(where: matches)
             let removed = store.removeAll(where: matches)
             // What an invalidation dropped, no rollback brings back.

@@ -69,7 +69,9 @@ extension CachedTransport {
     /// they were made: the newest pending one is visible, one that fails is taken out wherever it
     /// is, so the other stays visible. A fetch that began before the update never overwrites it;
     /// one that ends while it is pending becomes what it rolls back to. An entry invalidated or
-    /// evicted meanwhile is not brought back by a rollback.
+    /// evicted meanwhile is not brought back by a rollback; the invalidation a successful `POST`,
+    /// `PUT`, `PATCH` or `DELETE` makes (RFC 9111 section 4.4), such as the write's own to the
+    /// same URL, leaves the key to the update, which settles it.
     ///
     /// ```swift
     /// let created = try await transport.optimisticUpdate(

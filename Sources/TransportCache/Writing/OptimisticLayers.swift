@@ -7,6 +7,8 @@
 /// So two updates of one key apply in the order they were made, and the first one failing leaves
 /// the second visible. While updates are pending, what a fetch brings becomes the base instead of
 /// the visible entry. An invalidation forgets the key's updates: nothing it dropped comes back.
+/// The one made by a successful unsafe request (perhaps the update's own write) spares them: the
+/// update settles the key itself.
 struct OptimisticLayers: Sendable {
     private struct Layer {
         let id: Int
@@ -67,6 +69,9 @@ struct OptimisticLayers: Sendable {
         stacks[key]?.base = entry
         return true
     }
+
+    /// The keys with updates pending.
+    var pendingKeys: Set<CacheKey> { stacks.isEmpty ? [] : Set(stacks.keys) }
 
     /// Forgets the pending updates of the keys `matches` selects.
     mutating func forget(where matches: (CacheKey) -> Bool) {
