@@ -80,21 +80,59 @@ struct InvalidationTests {
         #expect(loader.callCount == 2)
     }
 
-    @Test("a refresh never shares a refresh that began before it: each answer is fetched after its call")
+    @Test("refreshes made while a refresh is in flight share the next fetch: each answer is fetched after its call")
     func concurrentRefreshes() async throws {
         let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader)
         let first = Task { try await transport.refresh(request(url)) }
         await loader.waitForCalls(1)
-        let second = Task { try await transport.refresh(request(url)) }
-        await loader.waitForCalls(2)
-        #expect(transport.statistics.coalescedJoins == 0)
-        loader.openGate()
+        let later = (0..<3).map { _ in Task { try await transport.refresh(request(url)) } }
+        await waitUntil { transport.statistics.coalescedJoins == 3 }
+        // They wait for the fetch after the one in flight, which was sent before they were made.
+        #expect(loader.callCount == 1)
+        loader.release(1)
         #expect(try await first.value.0.text.hasSuffix("call=1"))
-        #expect(try await second.value.0.text.hasSuffix("call=2"))
-        // The first, superseded by the second, answered its caller without storing.
+        await loader.waitForCalls(2)
+        loader.openGate()
+        for refresh in later { #expect(try await refresh.value.0.text.hasSuffix("call=2")) }
         #expect(try await transport.data(for: request(url)).0.text.hasSuffix("call=2"))
         #expect(loader.callCount == 2)
+    }
+
+    @Test("a refresh cancelled while it waits for the next fetch leaves at once; the others still share it")
+    func cancelledWaitingRefresh() async throws {
+        let loader = echoOrigin(gated: true)
+        let transport = makeTransport(loader: loader)
+        let first = Task { try await transport.refresh(request(url)) }
+        await loader.waitForCalls(1)
+        let cancelled = Task { try await transport.refresh(request(url)) }
+        let kept = Task { try await transport.refresh(request(url)) }
+        await waitUntil { transport.statistics.coalescedJoins == 2 }
+        cancelled.cancel()
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
+        loader.release(1)
+        #expect(try await first.value.0.text.hasSuffix("call=1"))
+        await loader.waitForCalls(2)
+        loader.openGate()
+        #expect(try await kept.value.0.text.hasSuffix("call=2"))
+        #expect(loader.callCount == 2)
+        #expect(transport.pendingWork == (0, 0, 0))
+    }
+
+    @Test("when the first refresh's caller leaves, the refreshes waiting behind it are sent at once")
+    func abandonedRefreshSendsTheNext() async throws {
+        let loader = echoOrigin(gated: true)
+        let transport = makeTransport(loader: loader)
+        let first = Task { try await transport.refresh(request(url)) }
+        await loader.waitForCalls(1)
+        let waiting = Task { try await transport.refresh(request(url)) }
+        await waitUntil { transport.statistics.coalescedJoins == 1 }
+        first.cancel()
+        await #expect(throws: CancellationError.self) { try await first.value }
+        await loader.waitForCalls(2)
+        loader.openGate()
+        #expect(try await waiting.value.0.text.hasSuffix("call=2"))
+        #expect(transport.pendingWork == (0, 0, 0))
     }
 
     @Test("a refresh does not join an ordinary fetch already in flight; it fetches after it was asked")

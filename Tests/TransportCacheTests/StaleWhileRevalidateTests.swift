@@ -189,4 +189,28 @@ struct StaleWhileRevalidateTests {
         await waitUntil { transport.pendingWork.fetches == 0 }
         #expect(try await transport.value(Payload.self, for: request(url)).call == 2)
     }
+
+    @Test("a background revalidation is reported with its own reason; a caller that joins it keeps its own")
+    func backgroundReason() async throws {
+        let (transport, loader, clock) = setUp()
+        _ = try await transport.data(for: request(url))
+        clock.advance(by: .seconds(70))
+        var events = transport.events().makeAsyncIterator()
+        let (_, stale) = try await transport.data(for: request(url))
+        #expect(stale.cacheOutcome?.source == .memory(.staleWhileRevalidate))
+        await loader.waitForCalls(2)
+        var started: CacheOutcome.FetchReason?
+        while started == nil, let event = await events.next() {
+            if case .fetchStarted(let reason, _) = event.kind { started = reason }
+        }
+        #expect(started == .backgroundRevalidation)
+        // A reload joins the background revalidation, and says why it went to the network itself.
+        let reload = Task { try await transport.response(for: request(url, policy: .reloadIgnoringLocalCacheData)) }
+        await waitUntil { transport.statistics.coalescedJoins == 1 }
+        loader.openGate()
+        let outcome = try await reload.value.2
+        #expect(outcome.source == .network(.reloadPolicy))
+        #expect(outcome.joinedFetch)
+        #expect(loader.callCount == 2)
+    }
 }

@@ -256,6 +256,36 @@ struct ValueTests {
         #expect(transport.statistics.evictions > 0)
     }
 
+    @Test("entries evicted to make room for a decoded value are reported like every other eviction")
+    func decodeEvictionsReported() async throws {
+        // Room for two bare entries, not for two with their values.
+        let transport = makeTransport(loader: feedLoader(Locked(1))) {
+            $0.memoryCapacity = 1_000
+            $0.maximumEntryShare = 1
+            $0.changeBufferLimit = 10_000
+        }
+        var events = transport.events().makeAsyncIterator()
+        var evictionsByDecodes = 0
+        for index in 0..<30 {
+            let feed = request("https://api.example.com/feed/\(index)")
+            _ = try await transport.data(for: feed)
+            // Memory hits: only the decodes charge the budget.
+            let before = transport.statistics.evictions
+            _ = try await transport.value(Feed.self, for: feed)
+            _ = try await transport.value(FeedNames.self, for: feed)
+            evictionsByDecodes += transport.statistics.evictions - before
+        }
+        #expect(evictionsByDecodes > 0)
+        let marker = URL(string: "https://api.example.com/marker")!
+        _ = try await transport.data(from: marker)
+        var reported = 0
+        while let event = await events.next() {
+            if case .evicted = event.kind { reported += 1 }
+            if case .answered = event.kind, event.url == marker { break }
+        }
+        #expect(reported == transport.statistics.evictions)
+    }
+
     @Test("a decoding failure names the type and the URL, is not kept, and leaves the bytes usable")
     func decodingFailure() async throws {
         let loader = feedLoader(Locked(1))

@@ -13,28 +13,18 @@ extension CachedTransport {
             // Unsafe rather than checked: the checked kind allocates a guard object per caller, and
             // each waiter is resumed exactly once by construction (see `Waiter.continuation`).
             try await withUnsafeThrowingContinuation { continuation in
-                enum Step { case joined, answered((Data, URLResponse)), cancelled, launch(Launch) }
                 // Set before the waiter is attached (under the lock below), so whoever detaches it
                 // finds it.
                 waiter.continuation = continuation
-                let step = inFlight.withLock { machine -> Step in
+                let arrival = inFlight.withLock { machine -> Arrival in
                     // Checked under the lock that `cancelWaiter` takes: a cancellation either
                     // happened before (and is seen here) or finds the waiter registered.
                     if Task.isCancelled { return .cancelled }
-                    if machine.join(waiter, key: plan.key, sharing: plan.sharing) { return .joined }
-                    // A fetch of the key may have completed between the plan and now.
-                    if plan.mayTakeStoredAnswer, let stored = planner.storedAnswer(for: plan) {
-                        return .answered((stored.data, stored.response))
-                    }
-                    store.record { $0.networkFetches += 1 }
-                    let started = machine.start(
-                        key: plan.key, request: plan.request, reason: plan.reason, isReload: plan.isReload,
-                        requestTime: planner.policy.clock.date, starter: waiter)
-                    return .launch(launchable(started))
+                    return arrive(plan, waiter: waiter, in: &machine)
                 }
-                switch step {
+                switch arrival {
                 case .joined: break
-                case .answered(let answer): continuation.resume(returning: answer)
+                case .answered(let stored): continuation.resume(returning: (stored.data, stored.response))
                 case .cancelled: continuation.resume(throwing: CancellationError())
                 case .launch(let launch): self.launch(launch)
                 }
@@ -44,22 +34,47 @@ extension CachedTransport {
         }
     }
 
-    /// Starts one background revalidation of the entry a stale-window answer to `request` came
-    /// from, unless a fetch of its key is already in flight (which will bring the entry up to date
-    /// itself).
-    nonisolated func revalidateInBackground(_ answer: MemoryAnswer, of request: URLRequest) {
-        let started = inFlight.withLock { machine -> Launch? in
-            guard machine.joinable[answer.entry.key] == nil else { return nil }
-            store.record {
-                $0.networkFetches += 1
-                $0.backgroundRevalidations += 1
+    /// Starts `plan`, a background revalidation (see ``RequestPlanner/backgroundRevalidation(of:for:)``),
+    /// with no caller waiting: it joins a fetch of the key in flight by the rule every plan follows,
+    /// so then it sends nothing. An entry under a pending optimistic update is revalidated so once:
+    /// its answer goes under the update and leaves the visible entry as stale as it was.
+    nonisolated func revalidateInBackground(_ plan: FetchPlan) {
+        let arrival = inFlight.withLock { machine -> Arrival in
+            guard committer.optimistic.withLock({ $0.claimBackgroundRevalidation(of: plan.key) }) else {
+                return .joined
             }
-            let started = machine.start(
-                key: answer.entry.key, request: request, reason: .expired, isReload: true,
-                requestTime: planner.policy.clock.date, starter: nil)
-            return launchable(started)
+            return arrive(plan, waiter: nil, in: &machine)
         }
-        if let started { launch(started) }
+        if case .launch(let launch) = arrival { self.launch(launch) }
+    }
+
+    /// What became of a plan arriving at the fetches in flight.
+    private enum Arrival {
+        /// It joined a fetch in flight (or, for a plan with no caller, found one).
+        case joined
+        /// A fetch of its key completed between its plan and now: it takes that stored answer.
+        case answered(MemoryAnswer)
+        /// Its caller was cancelled before it could join.
+        case cancelled
+        /// It started a fetch, to launch once the lock is released.
+        case launch(Launch)
+    }
+
+    /// The one rule for a plan arriving with `waiter` (nil for a background revalidation): join
+    /// the fetch in flight its sharing allows, else take an answer stored meanwhile when it may,
+    /// else start a fetch. Call with the in-flight lock held.
+    private nonisolated func arrive(_ plan: FetchPlan, waiter: Waiter?, in machine: inout FetchStateMachine) -> Arrival
+    {
+        if machine.join(waiter, key: plan.key, sharing: plan.sharing) { return .joined }
+        if plan.mayTakeStoredAnswer, let stored = planner.storedAnswer(for: plan) { return .answered(stored) }
+        store.record {
+            $0.networkFetches += 1
+            if waiter == nil { $0.backgroundRevalidations += 1 }
+        }
+        let started = machine.start(
+            key: plan.key, request: plan.request, reason: plan.reason, isReload: plan.isReload,
+            requestTime: planner.policy.clock.date, starter: waiter)
+        return .launch(launchable(started))
     }
 
     /// A fetch to send, once the in-flight lock is released.
@@ -73,7 +88,7 @@ extension CachedTransport {
 
     /// The launch of a fetch just started, with the request it sends (see ``outgoingRequest(for:)``).
     /// Call with the in-flight lock held.
-    private nonisolated func launchable(_ started: (id: Int, fetch: Fetch)) -> Launch {
+    nonisolated func launchable(_ started: (id: Int, fetch: Fetch)) -> Launch {
         let request = outgoingRequest(for: started.fetch)
         return Launch(
             id: started.id, request: request, reason: started.fetch.reason,
@@ -99,7 +114,7 @@ extension CachedTransport {
 
     /// Sends a fetch's request and completes the fetch with the answer, on whatever thread the
     /// loader has it: no task is woken in between.
-    private nonisolated func launch(_ launch: Launch) {
+    nonisolated func launch(_ launch: Launch) {
         let fetchID = launch.id
         guard let url = launch.request.url else { return }
         let interval = reporter.fetchStarted(url, reason: launch.reason, conditional: launch.isConditional)
@@ -111,201 +126,24 @@ extension CachedTransport {
         if case .cancel = action { load.cancel() }
     }
 
-    /// Takes a fetch's answer, or schedules its next attempt when the answer is one the
-    /// ``Configuration/retryPolicy`` tries again. Otherwise the committer stores it, each waiting caller whose request it
-    /// matches gets it, the others are sent on to a fetch of their own. Once the in-flight lock is
-    /// released, changes are published, then callers resumed (in the order they joined) and loads
-    /// started.
-    ///
-    /// A `304` to a conditional fetch answers with the stored body (status 200); when that entry
-    /// is gone (invalidated, evicted or replaced while the request was in flight) the fetch is
-    /// sent again without conditions, so no caller ever gets the empty body of a 304.
-    private nonisolated func complete(
-        _ fetchID: Int, with result: Result<(Data, URLResponse), any Error>, interval: TransportEvents.FetchInterval
-    ) {
-        let duration = reporter.fetchEnded(interval, with: result)
-        // The waiters, and for each the index of its answer in `results` (-1: not answered here).
-        // Callers of one fetch nearly always share one answer, held once rather than once per
-        // caller: ten thousand copies of one answer cost as much to release as to resume them.
-        // Answers differ only by outcome, and outcomes of one completion only by why the caller
-        // fetched and whether it joined: `made` finds the answer already made for those two.
-        var waiters: [Waiter?] = []
-        var answers: [Int] = []
-        var results: [Result<(Data, URLResponse), any Error>] = []
-        var made: [(reason: Plan.FetchReason, joined: Bool, index: Int)] = []
-        var launches: [Launch] = []
-        var retry: (attempt: Int, delay: Duration)?
-        inFlight.withLock { machine in
-            guard let fetch = machine.fetches[fetchID] else { return }  // Every caller left.
-            if let delay = retryDelay(of: fetch, after: result) {
-                fetch.attempt += 1
-                retry = (fetch.attempt, delay)
-                fetch.load = waitThenRetry(fetchID, after: delay)
-                return
-            }
-            var result = result
-            var revalidated: CacheOutcome.Storage?
-            if case .success(let (_, fetched)) = result, let validated = fetch.revalidating,
-                let notModified = fetched as? HTTPURLResponse, notModified.statusCode == 304
-            {
-                fetch.revalidating = nil
-                if let confirmed = committer.commitNotModified(notModified, confirming: validated, for: fetch) {
-                    result = .success((confirmed.data, confirmed.response))
-                    revalidated = confirmed.storage
-                } else if fetch.hasWaiters {
-                    // Without callers (a background revalidation of an entry dropped meanwhile)
-                    // the 304 is taken as it is: not stored, and counted as a failed revalidation.
-                    launches.append(
-                        Launch(id: fetchID, request: fetch.request, reason: fetch.reason, isConditional: false))
-                    return
-                }
-            }
-            guard let completed = machine.complete(fetchID) else { return }
-            waiters = completed.waiters
-            answers = Array(repeating: -1, count: waiters.count)
-            /// The index in `results` of `waiter`'s answer, made by `make` from the outcome with
-            /// `source` and `storage` the first time its reason and joining come up.
-            func answer(
-                for waiter: Waiter, _ source: (Plan.FetchReason) -> CacheOutcome.Source,
-                _ storage: CacheOutcome.Storage?, _ make: (CacheOutcome) -> Result<(Data, URLResponse), any Error>
-            ) -> Int {
-                let joined = !fetch.wasStarted(by: waiter)
-                if let found = made.last(where: { $0.reason == waiter.reason && $0.joined == joined }) {
-                    return found.index
-                }
-                results.append(
-                    make(
-                        CacheOutcome(
-                            source: source(waiter.reason), joinedFetch: joined, storage: storage,
-                            networkDuration: duration)))
-                made.append((waiter.reason, joined, results.count - 1))
-                return results.count - 1
-            }
-            switch result {
-            case .failure(let error):
-                if fetch.isBackground { store.record { $0.failedBackgroundRevalidations += 1 } }
-                for (position, waiter) in waiters.enumerated() {
-                    guard let waiter else { continue }
-                    let attempt = CacheOutcome(
-                        source: .network(waiter.reason), joinedFetch: !fetch.wasStarted(by: waiter),
-                        networkDuration: duration)
-                    // A revalidation asked the origin, not the store: its failure is its answer.
-                    if waiter.reason != .revalidation,
-                        let stale = planner.answerAfterFailure(
-                            of: fetch.key, fields: waiter.request.allHTTPHeaderFields, error: error, outcome: attempt)
-                    {
-                        results.append(.success(stale))
-                        answers[position] = results.count - 1
-                    } else {
-                        answers[position] = answer(for: waiter, { .network($0) }, nil) { .failure(error.carrying($0)) }
-                    }
-                }
-            case .success(let (data, fetched)):
-                let response: URLResponse
-                let storage: CacheOutcome.Storage
-                if let revalidated {
-                    response = fetched
-                    storage = revalidated
-                } else {
-                    response = committer.prepared(fetched)
-                    storage = committer.commitFetched(data, response: response, for: fetch)
-                    if fetch.isBackground, case .notStored(let reason) = storage, reason.refusesAnswer {
-                        store.record { $0.failedBackgroundRevalidations += 1 }
-                    }
-                }
-                let vary = Vary.names(of: response)
-                let starterFields = vary.isEmpty ? nil : fetch.request.allHTTPHeaderFields
-                var unmatched: [Waiter] = []
-                for (position, waiter) in waiters.enumerated() {
-                    guard let waiter else { continue }
-                    if vary.isEmpty || fetch.wasStarted(by: waiter)
-                        || Vary.answer(
-                            varyingOn: vary, fetchedWith: starterFields, matches: waiter.request.allHTTPHeaderFields)
-                    {
-                        let source: (Plan.FetchReason) -> CacheOutcome.Source =
-                            revalidated == nil ? { .network($0) } : { .revalidated($0) }
-                        answers[position] = answer(for: waiter, source, storage) { outcome in
-                            // The first outcome takes the fetched response itself when it can
-                            // carry one: a copy costs Foundation a canonicalisation of every field.
-                            // Never a 304's: its response may be the stored entry's.
-                            if revalidated == nil, let fetched = response as? TransportHTTPURLResponse,
-                                fetched.settle(outcome)
-                            {
-                                return .success((data, fetched))
-                            }
-                            return .success((data, HTTPResponseBuilder.answer(response, outcome: outcome)))
-                        }
-                    } else {
-                        unmatched.append(waiter)
-                    }
-                }
-                // Coalesced on the key, but the answer cannot serve these callers' requests: they
-                // need representations of their own, one fetch for each set of values.
-                for group in Vary.groups(unmatched, varyingOn: vary, fields: { $0.request.allHTTPHeaderFields }) {
-                    store.record { $0.networkFetches += 1 }
-                    let started = machine.restart(group, from: fetch, requestTime: planner.policy.clock.date)
-                    launches.append(launchable(started))
-                }
-            }
-        }
-        if let retry {
-            reporter.retrying(interval.url, attempt: retry.attempt, delay: retry.delay)
-            return
-        }
-        // Published before any caller is resumed: a caller that subscribes once its answer is in
-        // hears only later changes, never the one this answer made.
-        committer.publishQueuedChanges()
-        for position in waiters.indices {
-            guard let waiter = waiters[position], answers[position] >= 0 else { continue }
-            // Let go of it first: the caller, once resumed, then frees it on its own thread.
-            waiters[position] = nil
-            waiter.resume(with: results[answers[position]])
-        }
-        for launch in launches { self.launch(launch) }
-    }
-
-    /// How long `fetch` waits before its next attempt after its current one ended with `result`,
-    /// as ``Configuration/retryPolicy`` says; nil when the result is final. Call with the
-    /// in-flight lock held.
-    private nonisolated func retryDelay(
-        of fetch: Fetch, after result: Result<(Data, URLResponse), any Error>
-    ) -> Duration? {
-        // `GET` and `HEAD` only: a query `POST` shares the fetch path, not the retries.
-        guard let retryPolicy, fetch.key.method != "POST" else { return nil }
-        return retryPolicy.delay(
-            after: result, attempt: fetch.attempt, now: planner.policy.clock.date, random: .random(in: 0...1))
-    }
-
-    /// The wait before fetch `fetchID`'s next attempt: it then sends the fetch's request again
-    /// (conditional on what is stored then), unless every caller left meanwhile, which cancels
-    /// the wait. Call with the in-flight lock held: the wait is the fetch's load before the wait
-    /// can end.
-    private nonisolated func waitThenRetry(_ fetchID: Int, after delay: Duration) -> any NetworkLoad {
-        let clock = planner.policy.clock
-        return TaskLoad(
-            task: Task {
-                do { try await clock.sleep(for: delay) } catch { return }
-                let next = inFlight.withLock { machine -> Launch? in
-                    guard let fetch = machine.fetches[fetchID] else { return nil }
-                    fetch.requestTime = clock.date
-                    store.record { $0.retries += 1 }
-                    return launchable((fetchID, fetch))
-                }
-                if let next { launch(next) }
-            })
-    }
-
     /// Releases a cancelled caller at once; cancels the fetch when it was the last one waiting.
     private nonisolated func cancelWaiter(_ waiter: Waiter) {
-        switch inFlight.withLock({ $0.leave(waiter) }) {
+        var next: Launch?
+        let action = inFlight.withLock { machine in
+            let action = machine.leave(waiter, requestTime: planner.policy.clock.date)
+            if case .resumeAndCancel(_, let queued?) = action { next = launchable(queued) }
+            return action
+        }
+        switch action {
         case .none:
             break
         case .resume:
             waiter.resume(with: .failure(CancellationError()))
-        case .resumeAndCancel(let load):
+        case .resumeAndCancel(let load, _):
             waiter.resume(with: .failure(CancellationError()))
             load?.cancel()
         }
+        if let next { launch(next) }
     }
 
     /// What the transport still tracks on behalf of callers: fetches in flight, keys a request

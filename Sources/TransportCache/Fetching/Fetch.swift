@@ -11,11 +11,13 @@ import FoundationNetworking
 /// `@unchecked Sendable` is safe here: a fetch is only reached through ``FetchStateMachine``, and so
 /// only read or written while the transport's in-flight lock is held.
 final class Fetch: @unchecked Sendable {
+    /// Its identifier: fetches started later have larger ones.
+    let id: Int
     let key: CacheKey
     /// The request that started it; the one sent to the origin.
     let request: URLRequest
-    /// Why it was started: its starter's reason, ``CacheOutcome/FetchReason/expired`` for a
-    /// background revalidation.
+    /// Why it was started: its starter's reason, ``CacheOutcome/FetchReason/backgroundRevalidation``
+    /// for a background revalidation.
     let reason: Plan.FetchReason
     /// Started to reload (see ``FetchPlan/Sharing/reloads``): reload requests may share it.
     let isReload: Bool
@@ -32,6 +34,15 @@ final class Fetch: @unchecked Sendable {
     /// Set when the key is invalidated or a newer fetch of it starts while this one is in
     /// flight: its answer still reaches its callers but is not written into the store.
     var supersededBecause: CacheOutcome.NotStoredReason?
+    /// Set when an optimistic update of the key began while this one was in flight: its answer
+    /// goes under the update (what it rolls back to), never over the provisional answer, and is
+    /// not stored once the update has settled.
+    var yieldsToUpdate = false
+    /// The fetch that the refreshes arriving while this one (a refresh's) is in flight wait for:
+    /// sent when this one ends.
+    var next: Fetch?
+    /// Set on a ``next`` fetch until it is sent: the identifier of the fetch it waits behind.
+    var queuedBehind: Int?
     /// The origin fetch, once started, or the wait before its next attempt; cancelled when the
     /// last caller leaves.
     var load: (any NetworkLoad)?
@@ -51,9 +62,10 @@ final class Fetch: @unchecked Sendable {
     @exclusivity(unchecked) private var attached = 0
 
     init(
-        key: CacheKey, request: URLRequest, reason: Plan.FetchReason, isReload: Bool, requestTime: Date,
+        id: Int, key: CacheKey, request: URLRequest, reason: Plan.FetchReason, isReload: Bool, requestTime: Date,
         starter: Waiter?
     ) {
+        self.id = id
         self.key = key
         self.request = request
         self.reason = reason

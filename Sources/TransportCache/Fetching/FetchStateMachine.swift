@@ -25,15 +25,42 @@ struct FetchStateMachine: Sendable {
     private(set) var coalescedJoins = 0
     private var lastIdentifier = 0
 
-    /// Attaches `waiter` to the fetch in flight for `key`, when `sharing` lets it share that one.
+    /// Attaches `waiter` to the fetch in flight for `key` when `sharing` lets it share that one,
+    /// or, for a refresh arriving while a refresh's fetch is in flight, to the fetch sent next.
+    /// A plan with no caller (a background revalidation) joins by the same rule, attaching nothing.
     /// - Returns: whether it joined.
-    mutating func join(_ waiter: Waiter, key: CacheKey, sharing: FetchPlan.Sharing) -> Bool {
-        guard sharing != .none, let fetchID = joinable[key], let fetch = fetches[fetchID],
-            sharing == .any || fetch.isReload
-        else { return false }
-        attach(waiter, to: fetch, id: fetchID)
-        coalescedJoins += 1
+    mutating func join(_ waiter: Waiter?, key: CacheKey, sharing: FetchPlan.Sharing) -> Bool {
+        guard let fetchID = joinable[key], let fetch = fetches[fetchID] else { return false }
+        let joined: Fetch
+        switch sharing {
+        case .any:
+            joined = fetch
+        case .reloads:
+            guard fetch.isReload else { return false }
+            joined = fetch
+        case .sentAfter:
+            // The refresh in flight was sent before this one was made: it waits for the next, which
+            // every refresh arriving meanwhile shares. Any other fetch is superseded by a new one.
+            guard fetch.reason == .refresh, let waiter else { return false }
+            joined = fetch.next ?? queue(after: fetch, startedBy: waiter)
+        }
+        if let waiter {
+            attach(waiter, to: joined, id: joined.id)
+            coalescedJoins += 1
+        }
         return true
+    }
+
+    /// A fetch that `fetch`'s key sends when `fetch` ends, for refreshes that must not share it.
+    private mutating func queue(after fetch: Fetch, startedBy waiter: Waiter) -> Fetch {
+        lastIdentifier += 1
+        let next = Fetch(
+            id: lastIdentifier, key: fetch.key, request: waiter.request, reason: .refresh, isReload: true,
+            requestTime: fetch.requestTime, starter: waiter)
+        next.queuedBehind = fetch.id
+        fetch.next = next
+        fetches[next.id] = next
+        return next
     }
 
     /// Starts a fetch of `request` for `key`, with `starter` as its first waiter or, for a
@@ -49,16 +76,40 @@ struct FetchStateMachine: Sendable {
         lastIdentifier += 1
         let fetchID = lastIdentifier
         let fetch = Fetch(
-            key: key, request: request, reason: reason, isReload: isReload, requestTime: requestTime,
+            id: fetchID, key: key, request: request, reason: reason, isReload: isReload, requestTime: requestTime,
             starter: starter)
         if let starter { attach(starter, to: fetch, id: fetchID) }
-        if isJoinable {
-            if let older = joinable[key] { fetches[older]?.supersededBecause = .supersededInFlight }
-            joinable[key] = fetchID
-        }
         fetches[fetchID] = fetch
+        if isJoinable { makeJoinable(fetch) }
         return (fetchID, fetch)
     }
+
+    /// Makes `fetch` the one later requests for its key join; the fetch they joined so far still
+    /// answers its callers but no longer stores its (older) answer.
+    private mutating func makeJoinable(_ fetch: Fetch) {
+        if let older = joinable[fetch.key], older != fetch.id {
+            fetches[older]?.supersededBecause = .supersededInFlight
+        }
+        joinable[fetch.key] = fetch.id
+    }
+
+    /// The refreshes waiting behind `fetch` (which has ended or been abandoned), if any: their
+    /// fetch is sent now, from `requestTime`, and later requests for the key join it.
+    /// - Returns: the fetch to launch.
+    private mutating func sendNext(after fetch: Fetch, requestTime: Date) -> (id: Int, fetch: Fetch)? {
+        guard let next = fetch.next, fetches[next.id] != nil else { return nil }
+        fetch.next = nil
+        next.queuedBehind = nil
+        next.requestTime = requestTime
+        makeJoinable(next)
+        return (next.id, next)
+    }
+
+    /// The keys of the fetches in flight. - Complexity: O(f) in the fetches in flight.
+    var keysInFlight: Set<CacheKey> { Set(fetches.values.map(\.key)) }
+
+    /// The identifier of the newest fetch started: fetches started from now on have larger ones.
+    var newestFetchID: Int { lastIdentifier }
 
     enum LoadAction {
         /// The load belongs to a fetch still waited for.
@@ -75,9 +126,10 @@ struct FetchStateMachine: Sendable {
     }
 
     /// Fetch `fetchID` has its answer: it is removed, with its waiters.
-    /// - Returns: the fetch and its waiters in the order they joined (with holes where one
-    ///   left), or nil when every caller had left and the answer is to be dropped.
-    mutating func complete(_ fetchID: Int) -> (fetch: Fetch, waiters: [Waiter?])? {
+    /// - Returns: its waiters in the order they joined (with holes where one left), and the fetch
+    ///   of the refreshes that waited behind it, now sent from `requestTime`; nil when every caller
+    ///   had left and the answer is to be dropped.
+    mutating func complete(_ fetchID: Int, requestTime: Date) -> (waiters: [Waiter?], next: (id: Int, fetch: Fetch)?)? {
         guard let fetch = fetches.removeValue(forKey: fetchID) else { return nil }
         if joinable[fetch.key] == fetchID { joinable[fetch.key] = nil }
         let waiters = fetch.takeWaiters()
@@ -85,7 +137,7 @@ struct FetchStateMachine: Sendable {
             waiter.fetchID = nil
             waiterCount -= 1
         }
-        return (fetch, waiters)
+        return (waiters, sendNext(after: fetch, requestTime: requestTime))
     }
 
     /// `group` was detached from a fetch whose answer does not match their requests (which
@@ -105,12 +157,14 @@ struct FetchStateMachine: Sendable {
         case none
         /// Resume the waiter with `CancellationError`.
         case resume
-        /// Resume the waiter, and cancel the load it was the last caller of.
-        case resumeAndCancel((any NetworkLoad)?)
+        /// Resume the waiter, cancel the load it was the last caller of, and launch the fetch of
+        /// the refreshes that waited behind that one.
+        case resumeAndCancel((any NetworkLoad)?, next: (id: Int, fetch: Fetch)?)
     }
 
-    /// `waiter`'s caller was cancelled.
-    mutating func leave(_ waiter: Waiter) -> LeaveAction {
+    /// `waiter`'s caller was cancelled; a fetch it leaves without callers is abandoned, and the
+    /// refreshes waiting behind it are sent from `requestTime`.
+    mutating func leave(_ waiter: Waiter, requestTime: Date) -> LeaveAction {
         guard let fetchID = waiter.fetchID, let fetch = fetches[fetchID], fetch.remove(waiter) else { return .none }
         waiter.fetchID = nil
         waiterCount -= 1
@@ -118,18 +172,40 @@ struct FetchStateMachine: Sendable {
         guard !fetch.hasWaiters, !fetch.isBackground else { return .resume }
         fetches[fetchID] = nil
         if joinable[fetch.key] == fetchID { joinable[fetch.key] = nil }
-        return .resumeAndCancel(fetch.load)
+        if let behind = fetch.queuedBehind { fetches[behind]?.next = nil }
+        return .resumeAndCancel(fetch.load, next: sendNext(after: fetch, requestTime: requestTime))
     }
 
     /// Stops the fetches in flight for the matching keys from storing their answers and from
     /// being joined, for `reason` (an invalidation, or an answer the app wrote). Their callers
     /// still get their answers.
+    /// A fetch waiting to be sent behind another is not touched: it is sent after the event.
     /// - Complexity: O(f) in the fetches in flight.
     mutating func detach(
         where matches: (CacheKey) -> Bool, because reason: CacheOutcome.NotStoredReason = .invalidatedInFlight
     ) {
-        for fetch in fetches.values where matches(fetch.key) { fetch.supersededBecause = reason }
+        for fetch in fetches.values where fetch.queuedBehind == nil && matches(fetch.key) {
+            fetch.supersededBecause = reason
+        }
         for key in joinable.keys where matches(key) { joinable[key] = nil }
+    }
+
+    /// An optimistic update of `keys` began: the fetches of them in flight put their answers under
+    /// it (see ``Fetch/yieldsToUpdate``) and are no longer joined.
+    /// - Complexity: O(f) in the fetches in flight.
+    mutating func yield(_ keys: Set<CacheKey>) {
+        for fetch in fetches.values where fetch.queuedBehind == nil && keys.contains(fetch.key) {
+            fetch.yieldsToUpdate = true
+        }
+        for key in keys { joinable[key] = nil }
+    }
+
+    /// The optimistic updates of `key` have settled: a fetch that yielded to them is older than
+    /// what they settled on, and no longer stores its answer.
+    mutating func updatesSettled(for key: CacheKey) {
+        for fetch in fetches.values where fetch.yieldsToUpdate && fetch.key == key && fetch.supersededBecause == nil {
+            fetch.supersededBecause = .supersededInFlight
+        }
     }
 
     private mutating func attach(_ waiter: Waiter, to fetch: Fetch, id fetchID: Int) {

@@ -92,6 +92,10 @@ public struct CacheOutcome: Sendable, Hashable, CustomStringConvertible {
         /// ``CachedTransport/revalidateAll()``, a trigger (``CachedTransport/revalidateWatched()``)
         /// or a poll (``CachedTransport/Configuration/refreshIntervals``).
         case revalidation
+        /// The transport revalidated, in the background, an entry it had just answered from within
+        /// its stale-while-revalidate window (``CachedTransport/Configuration/staleWhileRevalidate``).
+        /// A caller that joined such a fetch has its own reason.
+        case backgroundRevalidation
 
         /// A short phrase, as in the outcome's own description.
         public var description: String {
@@ -105,6 +109,7 @@ public struct CacheOutcome: Sendable, Hashable, CustomStringConvertible {
             case .requestRevalidates: "request revalidates"
             case .refresh: "refresh"
             case .revalidation: "revalidation"
+            case .backgroundRevalidation: "background revalidation"
             }
         }
     }

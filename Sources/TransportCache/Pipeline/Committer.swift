@@ -3,9 +3,10 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The only writer of a transport's stored answers: it stores fetched answers and `304` updates, drops
-/// entries on invalidation and memory pressure, and announces each change after every lock is
-/// released, in the order the store changed.
+/// The only writer of a transport's stored answers: it stores fetched answers, `304` updates and
+/// answers the app writes, charges decoded values, drops entries on invalidation and memory
+/// pressure, reports every eviction, and announces each change after every lock is released, in
+/// the order the store changed.
 ///
 /// Every change it makes holds the in-flight lock (fetch completions call it with that lock held;
 /// its own operations take it), so that an invalidation and a fetch's store never interleave and
@@ -82,11 +83,17 @@ final class Committer: Sendable {
             store.forgetDeparture(of: fetch.key)
             return .notStored(unstorable ?? .variesOnEverything)
         }
-        if optimistic.withLock({ $0.setBase(entry, for: fetch.key) }) {
+        switch optimistic.withLock({ $0.offerBase(entry, for: fetch.key, fetchID: fetch.id) }) {
+        case .noUpdatePending:
+            break
+        case .taken(let previous):
             // Optimistic updates of the key are pending: this answer is what they roll back to,
-            // and the newest provisional answer stays visible.
+            // and the newest provisional answer stays visible. Its bytes are compared with what
+            // the key held underneath them.
             store.record { $0.stores += 1 }
-            return .stored(changedBytes: false)
+            return .stored(changedBytes: previous?.data != entry.data)
+        case .older:
+            return .notStored(.supersededInFlight)
         }
         switch store.write(entry, for: fetch.key) {
         case .stored(let changedBytes, let evicted):
@@ -220,12 +227,17 @@ final class Committer: Sendable {
 
     /// Stores each of `answers` (made by ``entry(_:response:key:request:requestTime:)``) as if a
     /// fetch had brought it now, as update `update`'s provisional answers when given. A fetch of
-    /// the key in flight no longer stores its (older) answer. While updates of a key are pending,
-    /// an answer written without one becomes their base. Announces changed bytes.
+    /// the key in flight no longer stores its (older) answer; under an update, it puts its answer
+    /// under it instead (what the update rolls back to). While updates of a key are pending, an
+    /// answer written without one becomes their base. Announces changed bytes.
     func commitLocal(_ answers: [StoredResponse], update: Int? = nil) {
         inFlight.withLock { machine in
             let keys = Set(answers.map(\.key))
-            machine.detach(where: { keys.contains($0) }, because: .supersededInFlight)
+            if update == nil {
+                machine.detach(where: { keys.contains($0) }, because: .supersededInFlight)
+            } else {
+                machine.yield(keys)
+            }
             for entry in answers {
                 if let update {
                     optimistic.withLock {
@@ -233,7 +245,9 @@ final class Committer: Sendable {
                             entry, id: update, for: entry.key,
                             held: store.peek(entry.key, selectedBy: entry.request.allHTTPHeaderFields))
                     }
-                } else if optimistic.withLock({ $0.setBase(entry, for: entry.key) }) {
+                } else if optimistic.withLock({
+                    $0.setBase(entry, for: entry.key, newerThan: machine.newestFetchID)
+                }) {
                     store.record { $0.stores += 1 }
                     continue
                 }
@@ -248,14 +262,17 @@ final class Committer: Sendable {
     /// when it changes; a failed update's rollback writes nothing when the entry it showed is no
     /// longer stored (evicted or invalidated meanwhile).
     func endUpdate(_ update: Int, keys: [CacheKey], confirmed: [CacheKey: StoredResponse], failed: Bool) {
-        inFlight.withLock { _ in
+        inFlight.withLock { machine in
             for key in keys {
-                guard let (before, after) = optimistic.withLock({ $0.end(update, for: key, confirmed: confirmed[key]) })
-                else {
+                let ended = optimistic.withLock { layers in
+                    layers.end(update, for: key, confirmed: confirmed[key]).map { ($0, layers.isPending(key)) }
+                }
+                guard let ((before, after), stillPending) = ended else {
                     // Invalidated meanwhile: the origin's own answer is still worth storing.
                     if let answer = confirmed[key] { show(answer, replacing: nil) }
                     continue
                 }
+                if !stillPending { machine.updatesSettled(for: key) }
                 guard before !== after else { continue }
                 let held = before.map { entry in store.state.withLock { $0.holds(entry, for: key) } } ?? false
                 if failed && !held { continue }
@@ -280,6 +297,23 @@ final class Committer: Sendable {
         reporter.stored(url, bytes: entry.data.count, changedBytes: changedBytes)
         reporter.evicted(evicted)
         if changedBytes { broadcaster.enqueue(.updated(url)) }
+    }
+
+    // MARK: - Decoded values
+
+    /// Ends a decode of `entry`'s body (see ``ResponseStore/finishDecode(_:on:for:with:limit:)``):
+    /// a value kept is charged against the budget, and the entries evicted for it are reported
+    /// like every other eviction.
+    /// - Returns: the callers that waited for this decode, to be resumed with no lock held.
+    func finishDecode(
+        _ valueKey: DecodedValueKey, on entry: StoredResponse, for key: CacheKey,
+        with result: Result<AnyDecodedValue, any Error>, limit: Int
+    ) -> [CheckedContinuation<DecodeOutcome, Never>] {
+        inFlight.withLock { _ in
+            let finished = store.finishDecode(valueKey, on: entry, for: key, with: result, limit: limit)
+            reporter.evicted(finished.evicted)
+            return finished.waiters
+        }
     }
 
     /// The largest entry the store takes.

@@ -18,6 +18,15 @@ enum Plan {
     /// the network (RFC 9111 section 5.2.1.7).
     case gatewayTimeout(URL)
 
+    /// The key whose stored answer the plan reads or writes; nil for a request never stored.
+    var storedKey: CacheKey? {
+        switch self {
+        case .memory(let answer): answer.entry.key
+        case .fetch(let plan): plan.key
+        case .send, .unavailable, .gatewayTimeout: nil
+        }
+    }
+
     // The reasons are the public ones a caller reads in its answer's ``CacheOutcome``.
     typealias MemoryReason = CacheOutcome.MemoryReason
     typealias FetchReason = CacheOutcome.FetchReason
@@ -69,30 +78,36 @@ final class FetchPlan: Sendable {
         /// Any fetch of its key.
         case any
         /// Only one that was itself started to reload (a reload policy, a request's own
-        /// `no-cache`, a refresh, a background revalidation).
+        /// `no-cache`, a refresh, a revalidation).
         case reloads
-        /// None: it asked for what the origin holds now, and a fetch that began before it was
-        /// made may bring an older answer.
-        case none
+        /// Only one sent after it was made: it asked for what the origin holds now, and a fetch
+        /// sent before may bring an older answer. While a refresh's fetch is in flight it waits
+        /// for the next fetch, which every refresh arriving meanwhile shares; otherwise it starts
+        /// one at once.
+        case sentAfter
     }
 
     var sharing: Sharing {
         switch reason {
         // A revalidation asks the origin to confirm what is held: any fetch of the key in flight
         // brings that answer too.
-        case .noEntry, .expired, .invalidated, .evicted, .noMatchingVariant, .revalidation: .any
+        case .noEntry, .expired, .invalidated, .evicted, .noMatchingVariant, .revalidation, .backgroundRevalidation:
+            .any
         case .reloadPolicy, .requestRevalidates: .reloads
-        case .refresh: .none
+        case .refresh: .sentAfter
         }
     }
 
+    /// Whether it revalidates a held entry (on request, or in the background).
+    var isRevalidation: Bool { reason == .revalidation || reason == .backgroundRevalidation }
+
     /// Whether an entry stored while it was planned may answer it instead of a fetch: a request
     /// that found nothing usable may take one; a reload, and a revalidation of what is held, may not.
-    var mayTakeStoredAnswer: Bool { sharing == .any && reason != .revalidation }
+    var mayTakeStoredAnswer: Bool { sharing == .any && !isRevalidation }
 
     /// Whether a fetch it starts is a reload, which ``Sharing/reloads`` requests may share: it
     /// asks the origin now, whatever is stored.
-    var isReload: Bool { sharing != .any || reason == .revalidation }
+    var isReload: Bool { sharing != .any || isRevalidation }
 }
 
 /// A request sent as it is.

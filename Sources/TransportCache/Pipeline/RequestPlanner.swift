@@ -58,28 +58,7 @@ final class RequestPlanner: Sendable {
         let directives = RequestDirectives(fields)
         if let bypass = directives.bypass { return send(request, url: url, because: bypass) }
 
-        let acceptance: FreshnessPolicy.Acceptance
-        let reloadReason: Plan.FetchReason?
-        switch request.cachePolicy {
-        case _ where refreshing:
-            acceptance = .transportRules
-            reloadReason = .refresh
-        case .useProtocolCachePolicy:
-            acceptance = policy.followsHTTPCaching ? .httpRules(directives.cacheControl) : .transportRules
-            // `only-if-cached` never reaches the network, whatever else the request asks (RFC 9111
-            // section 5.2.1.7): its `max-age=0` or `no-cache` is for the policy to weigh instead.
-            let onlyIfCached = policy.followsHTTPCaching && directives.cacheControl?.onlyIfCached == true
-            reloadReason = directives.revalidates && !onlyIfCached ? .requestRevalidates : nil
-        case .returnCacheDataElseLoad:
-            acceptance = policy.followsHTTPCaching ? .anyAge : .transportRules
-            reloadReason = directives.revalidates ? .requestRevalidates : nil
-        case .returnCacheDataDontLoad:
-            acceptance = .anyAge
-            reloadReason = nil
-        default:
-            acceptance = .transportRules
-            reloadReason = .reloadPolicy
-        }
+        let (acceptance, reloadReason) = reading(request.cachePolicy, directives, refreshing: refreshing)
         if let reloadReason {
             store.record { $0.requests += 1 }
             return .fetch(
@@ -104,6 +83,50 @@ final class RequestPlanner: Sendable {
             FetchPlan(
                 request: request, key: key, fields: fields, reason: missReason, acceptance: acceptance,
                 isObserved: isObserved))
+    }
+
+    /// How a request with `cachePolicy` and `directives` may be answered from memory, and why it
+    /// must reload instead, if it must.
+    @inline(__always)
+    private func reading(
+        _ cachePolicy: URLRequest.CachePolicy, _ directives: RequestDirectives, refreshing: Bool
+    ) -> (acceptance: FreshnessPolicy.Acceptance, reloadReason: Plan.FetchReason?) {
+        if refreshing { return (.transportRules, .refresh) }
+        switch cachePolicy {
+        case .useProtocolCachePolicy:
+            // `only-if-cached` never reaches the network, whatever else the request asks (RFC 9111
+            // section 5.2.1.7): its `max-age=0` or `no-cache` is for the policy to weigh instead.
+            let onlyIfCached = policy.followsHTTPCaching && directives.cacheControl?.onlyIfCached == true
+            return (
+                policy.followsHTTPCaching ? .httpRules(directives.cacheControl) : .transportRules,
+                directives.revalidates && !onlyIfCached ? .requestRevalidates : nil
+            )
+        case .returnCacheDataElseLoad:
+            return (
+                policy.followsHTTPCaching ? .anyAge : .transportRules,
+                directives.revalidates ? .requestRevalidates : nil
+            )
+        case .returnCacheDataDontLoad:
+            return (.anyAge, nil)
+        default:
+            return (.transportRules, .reloadPolicy)
+        }
+    }
+
+    /// The fetch that revalidates, in the background, the entry that `answer`, from within its
+    /// stale-while-revalidate window, gave `request`.
+    func backgroundRevalidation(of answer: MemoryAnswer, for request: URLRequest) -> FetchPlan {
+        FetchPlan(
+            request: request, key: answer.entry.key, fields: request.allHTTPHeaderFields,
+            reason: .backgroundRevalidation, acceptance: .transportRules, isObserved: false)
+    }
+
+    /// The fetch that revalidates `entry` on request (``CachedTransport/revalidate(_:)``, a
+    /// trigger, a poll): with the request that fetched it.
+    func revalidation(of entry: StoredResponse) -> FetchPlan {
+        FetchPlan(
+            request: entry.request, key: entry.key, fields: entry.request.allHTTPHeaderFields,
+            reason: .revalidation, acceptance: .transportRules, isObserved: false)
     }
 
     /// The key `request` is stored under, or nil when such a request is never stored (another
@@ -212,25 +235,7 @@ final class RequestPlanner: Sendable {
             }
             statistics.memoryHits += 1
             entry.hits += 1
-            // Each reason's response is made once per entry, under the store's lock that guards
-            // the copies kept on the entry.
-            switch reason {
-            case .fresh:
-                return (reason, entry.response)
-            case .staleWhileRevalidate:
-                statistics.staleWindowAnswers += 1
-                if let marked = entry.staleWindowResponse { return (reason, marked) }
-                let marked = HTTPResponseBuilder.stale(
-                    entry.response, value: CachedTransport.revalidatingStaleValue,
-                    outcome: CacheOutcome(source: .memory(reason)))
-                entry.staleWindowResponse = marked
-                return (reason, marked)
-            case .staleAccepted, .staleAfterFailure:
-                if let marked = entry.staleAcceptedResponse { return (reason, marked) }
-                let marked = HTTPResponseBuilder.answer(entry.response, outcome: CacheOutcome(source: .memory(reason)))
-                entry.staleAcceptedResponse = marked
-                return (reason, marked)
-            }
+            return (reason, response(for: reason, from: entry, statistics: &statistics))
         }
         guard let (entry, verdict) = found else { return nil }
         var answered = verdict.response
@@ -241,6 +246,32 @@ final class RequestPlanner: Sendable {
                 outcome: CacheOutcome(source: .memory(verdict.reason)))
         }
         return MemoryAnswer(entry: entry, response: answered, reason: verdict.reason, isObserved: isObserved)
+    }
+
+    /// The response a memory answer for `reason` hands over: the entry's own, or its copy marked
+    /// for that reason, made once per entry. Call under the store's lock, which guards the copies
+    /// kept on the entry.
+    @inline(__always)
+    private func response(
+        for reason: Plan.MemoryReason, from entry: StoredResponse, statistics: inout CacheStatistics
+    ) -> URLResponse {
+        switch reason {
+        case .fresh:
+            return entry.response
+        case .staleWhileRevalidate:
+            statistics.staleWindowAnswers += 1
+            if let marked = entry.staleWindowResponse { return marked }
+            let marked = HTTPResponseBuilder.stale(
+                entry.response, value: CachedTransport.revalidatingStaleValue,
+                outcome: CacheOutcome(source: .memory(reason)))
+            entry.staleWindowResponse = marked
+            return marked
+        case .staleAccepted, .staleAfterFailure:
+            if let marked = entry.staleAcceptedResponse { return marked }
+            let marked = HTTPResponseBuilder.answer(entry.response, outcome: CacheOutcome(source: .memory(reason)))
+            entry.staleAcceptedResponse = marked
+            return marked
+        }
     }
 
     private func send(_ request: URLRequest, url: URL, because reason: Plan.SendReason) -> Plan {

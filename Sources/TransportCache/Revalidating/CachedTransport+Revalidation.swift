@@ -121,11 +121,8 @@ extension CachedTransport {
         store.record { $0.revalidations += 1 }
         var summary = RevalidationSummary()
         summary.revalidated = 1
-        let plan = FetchPlan(
-            request: entry.request, key: entry.key, fields: entry.request.allHTTPHeaderFields,
-            reason: .revalidation, acceptance: .transportRules, isObserved: false)
         do {
-            let (_, response) = try await fetch(plan)
+            let (_, response) = try await fetch(planner.revalidation(of: entry))
             switch response.cacheOutcome?.storage {
             case .stored(let changedBytes): summary.changed = changedBytes ? 1 : 0
             case .notStored(let reason) where reason.refusesAnswer:

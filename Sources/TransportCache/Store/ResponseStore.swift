@@ -1,7 +1,7 @@
 /// The memory behind ``CachedTransport``: stored answers by key and variant, least recently used
 /// evicted first within a byte budget, behind one lock. It knows no HTTP: the ``RequestPlanner``
-/// judges what it finds, and the ``Committer`` alone writes answers into it (a decoded value is
-/// kept on its entry by the decode that made it).
+/// judges what it finds, and the ``Committer`` alone writes into it: answers, and the charge of
+/// a decoded value kept on its entry.
 ///
 /// It replaces `URLCache` wholesale, because on Linux that cache keys by host and path only,
 /// evicts first-in-first-out, crashes when one URL is stored twice before an eviction, and scans
@@ -193,12 +193,14 @@ final class ResponseStore: Sendable {
         }
     }
 
-    /// Names `key` by each of `tags`; see ``TagIndex``.
-    func tag(_ key: CacheKey, with tags: Set<String>) {
+    /// Names `key` by each of `tags`; see ``TagIndex``. When the index is pruned, it keeps the
+    /// keys held and those `pending` returns (keys about to be stored: fetches in flight).
+    func tag(_ key: CacheKey, with tags: Set<String>, keeping pending: () -> Set<CacheKey>) {
         state.withLock { state in
             // Room for every held key to carry a few tags before keys that left are forgotten.
             if state.tags.tag(key, with: tags, limit: 4 * state.entries.count + 1_024) {
-                state.tags.prune { state.entries.peekValue(forKey: $0) != nil }
+                let pending = pending()
+                state.tags.prune { state.entries.peekValue(forKey: $0) != nil || pending.contains($0) }
             }
         }
     }

@@ -3,8 +3,8 @@
 ///
 /// A key is tagged when its request is made, before it is fetched, so an invalidation by tag also
 /// stops a fetch of it in flight from storing. Keys that left the store stay named until the tag is
-/// invalidated, or until the index holds more keys than ``limit`` allows and forgets those the store
-/// no longer holds.
+/// invalidated, or until the index holds more keys than its limit allows and forgets those the
+/// store no longer holds and no fetch in flight is about to store.
 struct TagIndex: Sendable {
     private var keysByTag: [String: Set<CacheKey>] = [:]
     private var count = 0

@@ -204,7 +204,10 @@ public actor CachedTransport {
 
     /// Loads `request` as ``data(for:)`` does, giving what it stores `tags`: names that
     /// ``invalidate(tag:)`` drops it by, whatever its URL. Tags stay in the app: nothing reaches the
-    /// origin. A request that is not stored (another method, another scheme) is not tagged.
+    /// origin. A request whose answer is never stored is not tagged: another method, another
+    /// scheme, or one sent as it is (its own conditions, `Range` or `Cache-Control: no-store`).
+    /// A key is tagged before it is fetched, so ``invalidate(tag:)`` also stops a fetch of it in
+    /// flight from storing.
     ///
     /// ```swift
     /// let (data, _) = try await transport.data(for: request, tags: ["articles", "user:42"])
@@ -213,8 +216,11 @@ public actor CachedTransport {
     public nonisolated(nonsending) func data(for request: URLRequest, tags: Set<String>) async throws -> (
         Data, URLResponse
     ) {
-        if !tags.isEmpty, let key = planner.storedKey(of: request) { store.tag(key, with: tags) }
-        return try await data(for: request)
+        let plan = try planner.plan(request)
+        if !tags.isEmpty, let key = plan.storedKey {
+            inFlight.withLock { machine in store.tag(key, with: tags, keeping: { machine.keysInFlight.union([key]) }) }
+        }
+        return try await perform(plan, of: request)
     }
 
     /// Loads `url` with a plain GET request; see ``data(for:)``.
@@ -237,7 +243,9 @@ public actor CachedTransport {
     /// Hands over a stored answer to `request`, starting its background revalidation when it was
     /// answered within the stale-while-revalidate window.
     nonisolated func answered(_ answer: MemoryAnswer, to request: URLRequest) -> (Data, URLResponse) {
-        if case .staleWhileRevalidate = answer.reason { revalidateInBackground(answer, of: request) }
+        if case .staleWhileRevalidate = answer.reason {
+            revalidateInBackground(planner.backgroundRevalidation(of: answer, for: request))
+        }
         return (answer.data, answer.response)
     }
 

@@ -193,7 +193,7 @@ extension CachedTransport {
                 }
                 let retained = valueKey.settings.isInstance ? decoder : nil
                 let decoded = result.map { DecodedValue($0, data: entry.data, retaining: retained) as AnyDecodedValue }
-                let waiters = store.finishDecode(
+                let waiters = committer.finishDecode(
                     valueKey, on: entry, for: key, with: decoded,
                     limit: configuration.maximumDecodedValuesPerEntry
                 )

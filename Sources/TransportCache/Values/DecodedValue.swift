@@ -231,17 +231,20 @@ extension ResponseStore {
     /// count plus ``AnyDecodedValue/overhead`` against the budget (evicting least recently used
     /// entries if needed), when `entry` is still the one stored for `key` and the charge fits
     /// within the capacity. Beyond `limit` values for the entry, its least recently used ones are
-    /// dropped and their charge returned. A failure is not kept.
-    /// - Returns: the callers that waited for this decode, to be resumed outside the lock.
+    /// dropped and their charge returned. A failure is not kept. Only the ``Committer`` calls it,
+    /// as the one writer of what the store holds.
+    /// - Returns: the callers that waited for this decode, to be resumed outside the lock, and the
+    ///   keys evicted to make room.
     func finishDecode(
         _ valueKey: DecodedValueKey,
         on entry: StoredResponse,
         for key: CacheKey,
         with result: Result<AnyDecodedValue, any Error>,
         limit: Int
-    ) -> [CheckedContinuation<DecodeOutcome, Never>] {
+    ) -> (waiters: [CheckedContinuation<DecodeOutcome, Never>], evicted: [CacheKey]) {
         state.withLock { state in
-            guard case .decoding(let waiters)? = entry.decoded[valueKey] else { return [] }
+            guard case .decoding(let waiters)? = entry.decoded[valueKey] else { return ([], []) }
+            var evictedKeys: [CacheKey] = []
             entry.decoded[valueKey] = nil
             if limit > 0, case .success(let value) = result, state.holds(entry, for: key) {
                 let cost = entry.data.count + AnyDecodedValue.overhead
@@ -257,9 +260,10 @@ extension ResponseStore {
                     for key in evicted { state.departures.record(key, .evicted) }
                     state.statistics.decodedEvictions += dropped.dropped
                     state.syncGauges()
+                    evictedKeys = evicted
                 }
             }
-            return waiters
+            return (waiters, evictedKeys)
         }
     }
 }

@@ -57,21 +57,26 @@ extension CachedTransport {
 
     /// Shows `provisional` at once, everywhere, then runs `write` (usually the `POST` or `PUT` that
     /// makes the change), and settles:
-    /// - when `write` returns and `confirmed` gives the origin's answers, they replace the
-    ///   provisional ones;
-    /// - when `write` returns and `confirmed` gives nil (the default), each key is refetched, and
-    ///   the provisional answer stays visible until the origin's arrives (or, if that refetch
-    ///   fails or brings an answer that is not stored, stays as the answer);
+    /// - when `write` returns, each key for which `confirmed` gives the origin's answer shows it;
+    /// - every other key is refetched, the provisional answer visible until the origin's arrives
+    ///   (or, if that refetch fails or brings an answer that is not stored, staying as the
+    ///   answer): all of them when `confirmed` gives nil (the default) or throws, and a key whose
+    ///   confirmed answer cannot be stored (too large, or not cacheable);
     /// - when `write` throws (a cancelled task included), each key rolls back to the exact bytes
-    ///   it held before, or to nothing if it held nothing, and the error is rethrown.
+    ///   it held before, or to nothing if it held nothing, and the error is rethrown; or to a
+    ///   newer answer, when a fetch of the key that began before the update ended while it was
+    ///   pending.
     ///
     /// Each change of what a key shows is announced. Two updates of one key apply in the order
     /// they were made: the newest pending one is visible, one that fails is taken out wherever it
-    /// is, so the other stays visible. A fetch that began before the update never overwrites it;
-    /// one that ends while it is pending becomes what it rolls back to. An entry invalidated or
-    /// evicted meanwhile is not brought back by a rollback; the invalidation a successful `POST`,
-    /// `PUT`, `PATCH` or `DELETE` makes (RFC 9111 section 4.4), such as the write's own to the
-    /// same URL, leaves the key to the update, which settles it.
+    /// is, so the other stays visible. A fetch that began before the update never shows over it;
+    /// one that ends while it is pending becomes what it rolls back to (its outcome's
+    /// ``CacheOutcome/Storage/stored(changedBytes:)`` compares it with what the key held underneath
+    /// the update, not with the provisional answer). An entry invalidated or evicted meanwhile is
+    /// not brought back by a rollback; the invalidation a successful `POST`, `PUT`, `PATCH` or
+    /// `DELETE` makes (RFC 9111 section 4.4), such as the write's own to the same URL, leaves the
+    /// key to the update, which settles it. While the update is pending, reads of an entry within
+    /// its stale-while-revalidate window start one background revalidation at most.
     ///
     /// ```swift
     /// let created = try await transport.optimisticUpdate(
@@ -80,8 +85,9 @@ extension CachedTransport {
     /// ```
     ///
     /// - Returns: what `write` returned.
-    /// - Throws: ``LocalWriteError`` before anything is shown or written; otherwise what `write`
-    ///   or `confirmed` threw.
+    /// - Throws: ``LocalWriteError`` before anything is shown or written; what `write` threw, after
+    ///   the rollback; once every key has settled, what `confirmed` threw, or the
+    ///   ``LocalWriteError`` of the first confirmed answer that could not be stored (naming its URL).
     public nonisolated(nonsending) func optimisticUpdate<Output>(
         _ provisional: [ProvisionalAnswer],
         write: () async throws -> Output,
@@ -97,33 +103,51 @@ extension CachedTransport {
         let update = committer.optimistic.withLock { $0.nextID() }
         committer.commitLocal(entries, update: update)
         let output: Output
-        let answers: [ProvisionalAnswer]?
         do {
             output = try await write()
-            answers = try confirmed(output)
         } catch {
             committer.endUpdate(update, keys: keys, confirmed: [:], failed: true)
             throw error
         }
-        guard let answers else {
-            // Refetched while the provisional answer still shows: the origin's answer becomes
-            // what the update ends on. A key whose refetch fails keeps the provisional answer.
-            var kept: [CacheKey: StoredResponse] = [:]
-            for entry in entries {
-                let refetched = try? await refresh(entry.request)
-                if case .stored = refetched?.1.cacheOutcome?.storage { continue }
-                kept[entry.key] = entry
-            }
-            committer.endUpdate(update, keys: keys, confirmed: kept, failed: false)
-            return output
+        var settlement = Settlement()
+        do {
+            for answer in try confirmed(output) ?? [] { settlement.take(Result { try entry(for: answer) }) }
+        } catch {
+            settlement.refusal = settlement.refusal ?? error
         }
-        let confirmedEntries = (try? answers.map(entry(for:))) ?? []
-        var byKey: [CacheKey: StoredResponse] = [:]
-        for entry in confirmedEntries { byKey[entry.key] = entry }
-        committer.endUpdate(update, keys: keys, confirmed: byKey, failed: false)
-        let others = confirmedEntries.filter { !keys.contains($0.key) }
+        for entry in entries where settlement.byKey[entry.key] == nil {
+            // Refetched while the provisional answer still shows: the origin's answer becomes what
+            // the update ends on. A key whose refetch brings nothing stored keeps the provisional one.
+            let refetched = try? await refresh(entry.request)
+            if case .stored = refetched?.1.cacheOutcome?.storage { continue }
+            settlement.byKey[entry.key] = entry
+        }
+        committer.endUpdate(update, keys: keys, confirmed: settlement.byKey, failed: false)
+        let others = settlement.entries.filter { !keys.contains($0.key) }
         if !others.isEmpty { committer.commitLocal(others) }
+        if let refusal = settlement.refusal { throw refusal }
         return output
+    }
+
+    /// What an optimistic update settles on once its write has returned: the confirmed answers by
+    /// key, and the first reason one could not be taken.
+    private struct Settlement {
+        var byKey: [CacheKey: StoredResponse] = [:]
+        /// The confirmed answers that could be stored, in the order given.
+        var entries: [StoredResponse] = []
+        var refusal: (any Error)?
+
+        /// Takes the entry of a confirmed answer, or the reason it cannot be stored: then its key
+        /// settles as if no answer had been given for it, and the first such reason is reported.
+        mutating func take(_ made: Result<StoredResponse, any Error>) {
+            switch made {
+            case .success(let entry):
+                byKey[entry.key] = entry
+                entries.append(entry)
+            case .failure(let error):
+                refusal = refusal ?? error
+            }
+        }
     }
 
     /// The entry `answer` makes, checked before anything is written.

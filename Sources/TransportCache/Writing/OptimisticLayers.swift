@@ -6,7 +6,8 @@
 /// answer keeps its place with that answer, and settled updates at the bottom fold into the base.
 /// So two updates of one key apply in the order they were made, and the first one failing leaves
 /// the second visible. While updates are pending, what a fetch brings becomes the base instead of
-/// the visible entry. An invalidation forgets the key's updates: nothing it dropped comes back.
+/// the visible entry, when that fetch is newer than what brought the base: a fetch that began
+/// before the first update is newer than the entry held then, since it was not superseded. An invalidation forgets the key's updates: nothing it dropped comes back.
 /// The one made by a successful unsafe request (perhaps the update's own write) spares them: the
 /// update settles the key itself.
 struct OptimisticLayers: Sendable {
@@ -19,7 +20,12 @@ struct OptimisticLayers: Sendable {
     private struct Stack {
         /// The entry held before the first pending update, or what a fetch brought since.
         var base: StoredResponse?
+        /// The identifier of the fetch that brought the base: 0 for the entry held before, the
+        /// newest fetch's at the time for an answer the app wrote.
+        var baseFetchID = 0
         var layers: [Layer]
+        /// Whether a background revalidation of the key has been started while they are pending.
+        var revalidatedInBackground = false
 
         var visible: StoredResponse? { layers.last?.entry ?? base }
     }
@@ -63,12 +69,46 @@ struct OptimisticLayers: Sendable {
         return (before, stack.visible)
     }
 
-    /// Makes `entry` the base of `key`'s pending updates. - Returns: false when none is pending.
-    mutating func setBase(_ entry: StoredResponse, for key: CacheKey) -> Bool {
+    /// What became of an answer offered as the base of a key's pending updates.
+    enum BaseOffer {
+        /// No update of the key is pending: the answer is the store's to take.
+        case noUpdatePending
+        /// It is the base now, in place of `previous`.
+        case taken(previous: StoredResponse?)
+        /// The base came from a newer fetch, or from the app: the answer is older than it.
+        case older
+    }
+
+    /// Offers `entry`, which fetch `fetchID` brought, as the base of `key`'s pending updates.
+    mutating func offerBase(_ entry: StoredResponse, for key: CacheKey, fetchID: Int) -> BaseOffer {
+        guard let stack = stacks[key] else { return .noUpdatePending }
+        guard fetchID > stack.baseFetchID else { return .older }
+        stacks[key]?.base = entry
+        stacks[key]?.baseFetchID = fetchID
+        return .taken(previous: stack.base)
+    }
+
+    /// Makes `entry`, an answer the app wrote, the base of `key`'s pending updates: newer than
+    /// what every fetch started so far (up to `newestFetchID`) brings.
+    /// - Returns: false when none is pending.
+    mutating func setBase(_ entry: StoredResponse, for key: CacheKey, newerThan newestFetchID: Int) -> Bool {
         guard stacks[key] != nil else { return false }
         stacks[key]?.base = entry
+        stacks[key]?.baseFetchID = newestFetchID
         return true
     }
+
+    /// Whether a background revalidation of `key` may start: always, but once only while updates
+    /// of it are pending (its answer goes under them, leaving the visible entry as stale as before).
+    mutating func claimBackgroundRevalidation(of key: CacheKey) -> Bool {
+        guard !stacks.isEmpty, let stack = stacks[key] else { return true }
+        guard !stack.revalidatedInBackground else { return false }
+        stacks[key]?.revalidatedInBackground = true
+        return true
+    }
+
+    /// Whether updates of `key` are pending.
+    func isPending(_ key: CacheKey) -> Bool { stacks[key] != nil }
 
     /// The keys with updates pending.
     var pendingKeys: Set<CacheKey> { stacks.isEmpty ? [] : Set(stacks.keys) }
