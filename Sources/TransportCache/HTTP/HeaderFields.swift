@@ -86,8 +86,12 @@ extension HTTPURLResponse {
 ///
 /// `@unchecked Sendable` is safe here: every property is set in the initializers and never changed,
 /// except ``outcome``, which ``settle(_:)`` sets at most once, under the transport's in-flight lock,
-/// on a fetched response before any caller is resumed with it; a stored entry's response is never
-/// settled (it carries its outcome from the start), and nothing else reads ``outcome``.
+/// on a response its loader made for that one fetch, before any caller is resumed with it. Its
+/// readers are ordered after that write or hold the same lock: the committer, which reads it under
+/// that lock to decide whether an entry needs a copy of the response; and the callers, through
+/// `cacheOutcome` and `response(for:)`, once they are resumed. A stored entry's response is never
+/// settled: it carries its outcome from the start, and a fetched response without one is copied
+/// before it is stored.
 final class TransportHTTPURLResponse: HTTPURLResponse, @unchecked Sendable {
     private(set) var headerFields: HeaderFields
     /// Rewritten by the header override with a `max-age` above zero, so rewriting it again would

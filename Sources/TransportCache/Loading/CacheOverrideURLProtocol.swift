@@ -247,8 +247,10 @@ open class CacheOverrideURLProtocol: URLProtocol {
 /// Carries a protocol instance into the closures of the queue hop and the inner task.
 ///
 /// `@unchecked Sendable` is safe here: `URLProtocol` is not Sendable, but the instance is only used there
-/// through `loading` (behind a lock) and `finish`, which holds that lock across its client calls;
-/// `request` and `client` are set by the loading system before `startLoading()` and only read.
+/// through `loading` (behind a lock) and `fetched(_:generation:)`, which changes `loading` only
+/// under that lock, calls `innerFetchEnded` once per loading, and hands the outcome over in
+/// `deliver()`, which holds that lock across its client calls; `request`, `client` and `task` are
+/// set by the loading system before `startLoading()` and only read.
 private struct Unshared<Value: AnyObject>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
