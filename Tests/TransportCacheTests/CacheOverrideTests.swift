@@ -91,13 +91,43 @@ struct CacheOverrideTests {
         #expect(outside.callCount == 2)
     }
 
-    @Test("with the override on, a Vary: * answer is stored like any other")
+    @Test("with the override on (the default), a Vary: * answer is stored and reused like any other")
     func varyStarOverridden() async throws {
         let loader = ScriptedOrigin(respond: ScriptedOrigin.ok(headers: ["Vary": "*"]))
         let transport = makeTransport(loader: loader)
-        _ = try await transport.data(for: request(url.absoluteString))
+        let (_, response) = try await transport.data(for: request(url.absoluteString))
+        _ = try await transport.data(for: request(url.absoluteString, headers: ["X-Other": "1"]))
+        #expect(loader.callCount == 1)
+        #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "X-Original-Vary") == "*")
+        #expect(response.cacheOutcome?.storage == .stored(changedBytes: true))
+    }
+
+    @Test("only the transport's maximumAge ages its entries; the override's is only the header it writes")
+    func overrideAgeIsOnlyAHeader() async throws {
+        let loader = ScriptedOrigin(respond: ScriptedOrigin.ok(headers: ["Cache-Control": "no-cache"]))
+        let clock = TestClock()
+        let transport = makeTransport(loader: loader, clock: clock) {
+            $0.cacheOverride = CacheOverride(maximumAge: .seconds(30))
+            $0.maximumAge = .seconds(600)
+        }
+        let (_, response) = try await transport.data(for: request(url.absoluteString))
+        #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Control") == "max-age=30")
+        clock.advance(by: .seconds(31))
         _ = try await transport.data(for: request(url.absoluteString))
         #expect(loader.callCount == 1)
+        clock.advance(by: .seconds(570))
+        _ = try await transport.data(for: request(url.absoluteString))
+        #expect(loader.callCount == 2)
+
+        // Without a maximum age of its own, the transport keeps the entry until it is invalidated.
+        let unbounded = ScriptedOrigin(respond: ScriptedOrigin.ok(headers: ["Cache-Control": "no-cache"]))
+        let keeping = makeTransport(loader: unbounded, clock: clock) {
+            $0.cacheOverride = CacheOverride(maximumAge: .seconds(30))
+        }
+        _ = try await keeping.data(for: request(url.absoluteString))
+        clock.advance(by: .seconds(365 * 24 * 3600))
+        _ = try await keeping.data(for: request(url.absoluteString))
+        #expect(unbounded.callCount == 1)
     }
 
     @Test("a transport's own fetches go through the override protocol, routed to that transport, unless it is off")

@@ -12,14 +12,20 @@ import FoundationNetworking
 /// `Cache-Control: max-age=N`, and the original values stay readable in `X-Original-Cache-Control`,
 /// `X-Original-Pragma`, `X-Original-Expires` and `X-Original-Vary`.
 public struct CacheOverride: Sendable {
-    /// The `max-age` written into rewritten responses. Default: one hour.
+    /// The `max-age` written into rewritten responses, for whatever caches them next: on Apple
+    /// platforms, the `URLCache` of a session that installs ``CacheOverrideURLProtocol``. It does
+    /// not change how long a ``CachedTransport``'s own entries stay fresh: that is
+    /// ``CachedTransport/Configuration/maximumAge`` (nil by default: until invalidated).
+    ///
+    /// Default: one hour.
     public var maximumAge: Duration
 
     /// The URLs the override applies to; empty, the default, means every http(s) URL.
     public var endpoints: [Endpoint]
 
     /// - Parameters:
-    ///   - maximumAge: the `max-age` written into rewritten responses.
+    ///   - maximumAge: the `max-age` written into rewritten responses; a ``CachedTransport``'s
+    ///     own entries stay fresh for its ``CachedTransport/Configuration/maximumAge`` instead.
     ///   - endpoints: the URLs it applies to; empty means every http(s) URL.
     public init(maximumAge: Duration = .seconds(3600), endpoints: [Endpoint] = []) {
         self.maximumAge = maximumAge

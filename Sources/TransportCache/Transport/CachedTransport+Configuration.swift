@@ -32,9 +32,13 @@ extension CachedTransport {
         public var keyHeaders: Set<String> = []
 
         /// How long a stored entry may answer requests with the default policy
-        /// (`useProtocolCachePolicy`, `returnCacheDataElseLoad`). Nil, the default, keeps entries
-        /// until they are invalidated or evicted, whatever their age. When following HTTP caching,
-        /// it caps the freshness the response gives.
+        /// (`useProtocolCachePolicy`, `returnCacheDataElseLoad`): with ``maximumAges``, the one
+        /// setting that decides how long the transport's entries stay fresh. Nil, the default, keeps
+        /// entries until they are invalidated or evicted, whatever their age. When following HTTP
+        /// caching, it caps the freshness the response gives.
+        ///
+        /// The header override's ``CacheOverride/maximumAge`` does not change it: that value is
+        /// only the `max-age` written into the headers of rewritten responses.
         public var maximumAge: Duration?
 
         /// Per-endpoint maximum ages, taking precedence over ``maximumAge``; the first endpoint that
@@ -111,8 +115,14 @@ extension CachedTransport {
         /// The header override the transport's fetches go through (``CacheOverrideURLProtocol``):
         /// responses whose headers would stop them from being cached (`no-cache`, `no-store`,
         /// `Pragma`, past `Expires`, `Vary: *` …) are rewritten to `Cache-Control: max-age=N` and
-        /// stored. Narrow it with ``CacheOverride/endpoints``, or set nil to switch it off: the
-        /// transport then does not store responses marked `no-store` or `Vary: *`.
+        /// stored. A `Vary: *` response is then stored and reused like any other (its `Vary` kept
+        /// as `X-Original-Vary`), and callers that joined its fetch share its answer. Narrow it with
+        /// ``CacheOverride/endpoints``, or set nil to switch it off: the transport then does not
+        /// store responses marked `no-store` or `Vary: *`, and a `Vary: *` answer serves only the
+        /// caller that started its fetch.
+        ///
+        /// The `N` it writes (``CacheOverride/maximumAge``) is only a header: how long the
+        /// transport's entries stay fresh is ``maximumAge``.
         ///
         /// Default: every http(s) response, `max-age=3600`.
         public var cacheOverride: CacheOverride? = CacheOverride()
