@@ -33,7 +33,7 @@ public struct ProvisionalAnswer: Sendable {
 public enum LocalWriteError: Error, Sendable, Equatable {
     /// The request is not one the transport stores: another method than `GET` or `HEAD` (or a
     /// query `POST`), another scheme than `http` or `https`, or no URL; or the response says
-    /// `Vary: *`.
+    /// `Vary: *` and the header override does not rewrite it (it does by default).
     case notCacheable(URL?)
     /// The answer is larger than the largest entry the store takes
     /// (``CachedTransport/Configuration/maximumEntryShare`` of the capacity).
