@@ -15,6 +15,8 @@ let package = Package(
         .target(name: "TransportCache"),
         .target(name: "TransportCacheTesting", dependencies: ["TransportCache"]),
         .testTarget(name: "TransportCacheTests", dependencies: ["TransportCache", "TransportCacheTesting"]),
+        // Every Swift block of the README and the DocC articles, compiled as a reader copies it.
+        .testTarget(name: "DocumentationExamplesTests", dependencies: ["TransportCache", "TransportCacheTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,11 @@
+// swift-format-ignore-file
+// The block of Revalidation.md, verbatim as a reader copies it: DocumentationBlocksTests checks it is the document's.
+import TransportCache
+
+func revalidationArticleConfiguration() -> CachedTransport.Configuration {
+    var configuration = CachedTransport.Configuration()
+    configuration.maximumAge = .seconds(60)
+    configuration.staleWhileRevalidate = .seconds(600)
+    configuration.staleWhileRevalidateWindows = [EndpointSetting(.pathPrefix("/live"), .seconds(5))]
+    return configuration
+}

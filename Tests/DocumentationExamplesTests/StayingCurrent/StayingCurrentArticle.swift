@@ -1,0 +1,21 @@
+// swift-format-ignore-file
+// The blocks of StayingCurrent.md, verbatim as a reader copies it: DocumentationBlocksTests checks it is the document's.
+import TransportCache
+
+func stayingCurrentArticleTransport() -> CachedTransport {
+    var configuration = CachedTransport.Configuration()
+    configuration.revalidatesOnForeground = true
+    configuration.revalidatesOnReconnect = true
+    configuration.refreshIntervals = [EndpointSetting(.pathPrefix("/scores"), .seconds(15))]
+    configuration.retryPolicy = RetryPolicy()
+    let transport = CachedTransport(configuration: configuration)
+    return transport
+}
+
+func stayingCurrentArticleTicks(configuration: inout CachedTransport.Configuration) async {
+    let clock = ManualCacheClock()
+    configuration.clock = clock.cacheClock
+    // … start watching, then for each tick:
+    await clock.waitForSleepers(1)
+    clock.advance(by: .seconds(15))
+}
