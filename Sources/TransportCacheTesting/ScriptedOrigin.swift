@@ -77,7 +77,11 @@ public final class ScriptedOrigin: Sendable {
         /// Calls let through by ``release(_:)`` before they arrived.
         var released: Set<Int> = []
         var cancelledCalls = 0
-        var callWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        /// Answers (or failures) of fetches that the transport has finished taking in.
+        var deliveredAnswers = 0
+        var callWaiters = CountWaiters()
+        var cancellationWaiters = CountWaiters()
+        var deliveryWaiters = CountWaiters()
     }
 
     private let state: Locked<State>
@@ -144,9 +148,34 @@ public final class ScriptedOrigin: Sendable {
     public func waitForCalls(_ count: Int) async {
         await withCheckedContinuation { continuation in
             let ready = state.withLock { state in
-                if state.calls.count >= count { return true }
-                state.callWaiters.append((count, continuation))
-                return false
+                state.callWaiters.add(continuation, until: count, reached: state.calls.count)
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    /// Suspends until at least `count` calls have been cancelled while held at the gate (see
+    /// ``cancelledCalls``). It waits as long as it takes: cancel the calls first.
+    public func waitForCancelledCalls(_ count: Int) async {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state in
+                state.cancellationWaiters.add(continuation, until: count, reached: state.cancelledCalls)
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    /// Suspends until the transport has taken in at least `count` of the answers this origin gave
+    /// its fetches, failures and cancelled calls included (see ``deliveredAnswers``). Everything a
+    /// fetch does with its answer has then happened: it is stored or not, counted in
+    /// `statistics`, announced to `changes()` streams and handed to its callers, and the fetch no
+    /// longer counts as in flight. A background revalidation has then ended.
+    ///
+    /// It waits as long as it takes: let the answers through first.
+    public func waitForDeliveredAnswers(_ count: Int) async {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state in
+                state.deliveryWaiters.add(continuation, until: count, reached: state.deliveredAnswers)
             }
             if ready { continuation.resume() }
         }
@@ -177,6 +206,12 @@ public final class ScriptedOrigin: Sendable {
     /// Calls that were cancelled while held at the gate.
     public var cancelledCalls: Int { state.withLock { $0.cancelledCalls } }
 
+    /// Answers of fetches (failures and cancelled calls included) that the transport has
+    /// finished taking in: see ``waitForDeliveredAnswers(_:)``. Requests the transport sends
+    /// without a fetch of its own (other methods, requests with their own conditions) are not
+    /// counted.
+    public var deliveredAnswers: Int { state.withLock { $0.deliveredAnswers } }
+
     // MARK: - Answering
 
     /// Answers `request` as the script says, after the gate and the reply's delay. A reply is
@@ -187,8 +222,7 @@ public final class ScriptedOrigin: Sendable {
         let (call, scripted, ready) = state.withLock { state in
             state.calls.append(request)
             let count = state.calls.count
-            let ready = state.callWaiters.filter { $0.count <= count }.map(\.continuation)
-            state.callWaiters.removeAll { $0.count <= count }
+            let ready = state.callWaiters.reached(count)
             let route = Route(method: request.httpMethod ?? "GET", url: request.url?.absoluteString ?? "")
             var scripted: Reply?
             if var replies = state.scripts[route] {
@@ -225,15 +259,16 @@ public final class ScriptedOrigin: Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 // Decided under the lock the cancellation handler takes, so that a cancellation
                 // either comes first (and is seen here) or finds the call held.
-                let proceed: Bool? = state.withLock { state in
+                let (proceed, waiters) = state.withLock { state -> (Bool?, [CheckedContinuation<Void, Never>]) in
                     if Task.isCancelled {
                         state.cancelledCalls += 1
-                        return nil
+                        return (nil, state.cancellationWaiters.reached(state.cancelledCalls))
                     }
-                    if state.gateOpen || state.released.remove(call) != nil { return true }
+                    if state.gateOpen || state.released.remove(call) != nil { return (true, []) }
                     state.held[call] = continuation
-                    return false
+                    return (false, [])
                 }
+                for waiter in waiters { waiter.resume() }
                 switch proceed {
                 case true?: continuation.resume()
                 case nil: continuation.resume(throwing: URLError(.cancelled))
@@ -241,13 +276,47 @@ public final class ScriptedOrigin: Sendable {
                 }
             }
         } onCancel: {
-            let continuation = state.withLock { state in
+            let (continuation, waiters) = state.withLock {
+                state -> (CheckedContinuation<Void, any Error>?, [CheckedContinuation<Void, Never>]) in
                 let continuation = state.held.removeValue(forKey: call)
-                if continuation != nil { state.cancelledCalls += 1 }
-                return continuation
+                guard continuation != nil else { return (nil, []) }
+                state.cancelledCalls += 1
+                return (continuation, state.cancellationWaiters.reached(state.cancelledCalls))
             }
             continuation?.resume(throwing: URLError(.cancelled))
+            for waiter in waiters { waiter.resume() }
         }
+    }
+
+    /// Counts an answer the transport has finished taking in, and wakes who waits for it.
+    fileprivate func delivered() {
+        let waiters = state.withLock { state in
+            state.deliveredAnswers += 1
+            return state.deliveryWaiters.reached(state.deliveredAnswers)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+}
+
+/// Tasks waiting until a count reaches theirs.
+private struct CountWaiters {
+    private var waiting: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+
+    /// Keeps `continuation` until the count reaches `count`. - Returns: true when `reached` already
+    /// has: the caller resumes it at once, and it is not kept.
+    mutating func add(_ continuation: CheckedContinuation<Void, Never>, until count: Int, reached: Int) -> Bool {
+        if reached >= count { return true }
+        waiting.append((count, continuation))
+        return false
+    }
+
+    /// Takes the continuations that `count` reaches, for the caller to resume once it has let go
+    /// of the lock.
+    mutating func reached(_ count: Int) -> [CheckedContinuation<Void, Never>] {
+        guard !waiting.isEmpty else { return [] }
+        let ready = waiting.filter { $0.count <= count }.map(\.continuation)
+        waiting.removeAll { $0.count <= count }
+        return ready
     }
 }
 
@@ -255,6 +324,31 @@ extension ScriptedOrigin: NetworkLoading {
     package func load(_ request: URLRequest) async throws -> (Data, URLResponse) {
         try await answer(request)
     }
+
+    /// Answers a fetch's request in a task of its own, as the default does, and counts the answer
+    /// once `completion` (the transport taking it in) has returned.
+    package func start(
+        _ request: URLRequest, completion: @escaping @Sendable (Result<(Data, URLResponse), any Error>) -> Void
+    ) -> any NetworkLoad {
+        ScriptedLoad(
+            task: Task {
+                let result: Result<(Data, URLResponse), any Error>
+                do {
+                    result = .success(try await answer(request))
+                } catch {
+                    result = .failure(error)
+                }
+                completion(result)
+                delivered()
+            })
+    }
+}
+
+/// A fetch's call of a ``ScriptedOrigin``, cancelled by cancelling its task.
+private struct ScriptedLoad: NetworkLoad {
+    let task: Task<Void, Never>
+
+    func cancel() { task.cancel() }
 }
 
 extension CachedTransport {
