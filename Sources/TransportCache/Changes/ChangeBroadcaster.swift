@@ -16,9 +16,11 @@ final class ChangeBroadcaster: Sendable {
     /// The streams, each with the endpoint it is about (nil: every change).
     private let subscribers: StreamSubscribers<CacheChange, Endpoint?>
     private let queue = Locked(Queue())
+    /// The number of streams registered, for tests to wait on.
+    let subscriberCount = SubscriberCount()
 
     init(bufferLimit: Int) {
-        subscribers = StreamSubscribers(bufferLimit: bufferLimit)
+        subscribers = StreamSubscribers(bufferLimit: bufferLimit) { [subscriberCount] in subscriberCount.update($0) }
     }
 
     /// A new stream of the changes that concern `endpoint` (all when nil). It unregisters itself
