@@ -134,11 +134,9 @@ struct BadInputTests {
             $0.maximumEntryShare = 1
         }
         _ = try await transport.data(for: request("https://api.example.com/small"))
-        let callers = (0..<20).map { _ in
-            Task { try await transport.data(for: request("https://api.example.com/huge")) }
-        }
+        let callers = startCalls(20) { try await transport.data(for: request("https://api.example.com/huge")) }
+        #expect(transport.statistics.coalescedJoins == 19)
         await loader.waitForCalls(2)
-        await waitUntil { transport.statistics.coalescedJoins == 19 }
         loader.openGate()
         for caller in callers { #expect(try await caller.value.0 == Data(repeating: 0x61, count: 300_000)) }
         #expect(transport.statistics.rejectedTooLarge == 1)
@@ -160,9 +158,9 @@ struct BadInputTests {
             $0.memoryCapacity = capacity
             $0.maximumEntryShare = share
         }
-        let callers = (0..<10).map { _ in Task { try await transport.data(for: request("https://api.example.com/a")) } }
+        let callers = startCalls(10) { try await transport.data(for: request("https://api.example.com/a")) }
+        #expect(transport.statistics.coalescedJoins == 9)
         await loader.waitForCalls(1)
-        await waitUntil { transport.statistics.coalescedJoins == 9 }
         loader.openGate()
         var bodies = Set<Data>()
         for caller in callers { bodies.insert(try await caller.value.0) }
@@ -219,19 +217,17 @@ struct BadInputTests {
         let transport = makeTransport(loader: loader)
         let tokens = ["Bearer abc", "Bearer ABC", "bearer abc"]
         let callers = tokens.flatMap { token in
-            (0..<10).map { _ in
-                Task {
-                    (
-                        token,
-                        try await transport.data(
-                            for: request("https://api.example.com/me", headers: ["Authorization": token])
-                        ).0
-                    )
-                }
+            startCalls(10) {
+                (
+                    token,
+                    try await transport.data(
+                        for: request("https://api.example.com/me", headers: ["Authorization": token])
+                    ).0
+                )
             }
         }
+        #expect(transport.statistics.coalescedJoins == 27)
         await loader.waitForCalls(3)
-        await waitUntil { transport.statistics.coalescedJoins == 27 }
         loader.openGate()
         for caller in callers {
             let (token, body) = try await caller.value

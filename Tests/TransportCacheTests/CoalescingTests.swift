@@ -12,18 +12,20 @@ struct CoalescingTests {
 
     /// Starts `count` tasks asking for `request` and returns once every one of them is attached
     /// to the single held fetch.
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     func startCallers(
         _ count: Int,
         _ request: URLRequest,
         on transport: CachedTransport,
         loader: ScriptedOrigin
     ) async -> [Task<(Data, URLResponse), any Error>] {
-        let tasks = (0..<count).map { _ in Task { try await transport.data(for: request) } }
+        let tasks = startCalls(count) { try await transport.data(for: request) }
+        #expect(transport.statistics.coalescedJoins == count - 1)
         await loader.waitForCalls(1)
-        await waitUntil { transport.statistics.coalescedJoins >= count - 1 }
         return tasks
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("200 concurrent identical GETs share one fetch and get identical answers")
     func twoHundredShareOneFetch() async throws {
         let loader = echoOrigin(gated: true)
@@ -41,18 +43,19 @@ struct CoalescingTests {
         #expect(statistics.stores == 1)
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("different Authorization values never share a fetch, even concurrently")
     func authorizationSplitsFetches() async throws {
         let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader)
-        let alice = (0..<5).map { _ in
-            Task { try await transport.data(for: request(url, headers: ["Authorization": "Bearer alice"])) }
+        let alice = startCalls(5) {
+            try await transport.data(for: request(url, headers: ["Authorization": "Bearer alice"]))
         }
-        let bob = (0..<5).map { _ in
-            Task { try await transport.data(for: request(url, headers: ["Authorization": "Bearer bob"])) }
+        let bob = startCalls(5) {
+            try await transport.data(for: request(url, headers: ["Authorization": "Bearer bob"]))
         }
+        #expect(transport.statistics.coalescedJoins == 8)
         await loader.waitForCalls(2)
-        await waitUntil { transport.statistics.coalescedJoins == 8 }
         loader.openGate()
         for task in alice { #expect(try await task.value.0.text.contains("auth=Bearer alice")) }
         for task in bob { #expect(try await task.value.0.text.contains("auth=Bearer bob")) }
@@ -73,6 +76,7 @@ struct CoalescingTests {
         #expect(loader.callCount == 3)
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("9 of 10 waiters cancelled: they throw at once, the 10th gets the body")
     func nineOfTenCancelled() async throws {
         let loader = echoOrigin(gated: true)
@@ -95,6 +99,7 @@ struct CoalescingTests {
         #expect(transport.statistics.stores == 1)
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("all waiters cancelled: the fetch is cancelled, nothing stored, a later request fetches again")
     func allCancelled() async throws {
         let loader = echoOrigin(gated: true)
@@ -105,7 +110,8 @@ struct CoalescingTests {
             let error = await thrownError { try await task.value }
             #expect(error is CancellationError)
         }
-        await waitUntil { loader.cancelledCalls == 1 }
+        await loader.waitForCancelledCalls(1)
+        #expect(loader.cancelledCalls == 1)
         #expect(transport.statistics.stores == 0)
         loader.openGate()
         let (data, _) = try await transport.data(for: request(url))
@@ -126,6 +132,7 @@ struct CoalescingTests {
         #expect(loader.callCount == 0)
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("a failing fetch reaches every waiter, is not stored, and the next request tries again")
     func failureReachesEveryWaiter() async throws {
         let failing = ScriptedOrigin(gated: true) { request, call in
@@ -157,6 +164,7 @@ struct CoalescingTests {
         #expect(transport.statistics.entries == 2)
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("a joined caller whose Vary header differs from the fetch's gets its own representation")
     func varyAcrossCoalescedCallers() async throws {
         let loader = ScriptedOrigin(gated: true) { request, call in
@@ -167,14 +175,15 @@ struct CoalescingTests {
         let transport = makeTransport(loader: loader)
         let first = Task { try await transport.data(for: request(url, headers: ["X-Variant": "a"])) }
         await loader.waitForCalls(1)
-        let second = Task { try await transport.data(for: request(url, headers: ["X-Variant": "b"])) }
-        await waitUntil { transport.statistics.coalescedJoins == 1 }
+        let second = startCall { try await transport.data(for: request(url, headers: ["X-Variant": "b"])) }
+        #expect(transport.statistics.coalescedJoins == 1)
         loader.openGate()
         #expect(try await first.value.0.text.hasPrefix("variant=a"))
         #expect(try await second.value.0.text.hasPrefix("variant=b"))
         #expect(loader.callCount == 2)
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("joined callers that the answer's Vary does not serve share one fetch per set of values, and each is stored")
     func varyGroups() async throws {
         let loader = ScriptedOrigin(gated: true) { request, call in
@@ -186,14 +195,14 @@ struct CoalescingTests {
         let first = Task { try await transport.data(for: request(url, headers: ["X-Variant": "a"])) }
         await loader.waitForCalls(1)
         let joined = ["b", "c", "b", "c", "b"].map { variant in
-            Task { try await transport.data(for: request(url, headers: ["X-Variant": variant])).0.text }
+            startCall { try await transport.data(for: request(url, headers: ["X-Variant": variant])).0.text }
         }
-        await waitUntil { transport.statistics.coalescedJoins == 5 }
+        #expect(transport.statistics.coalescedJoins == 5)
         // Only the first answer goes out: the "b" and "c" fetches must both start while the
         // other is still held, not one after the other's answer.
         loader.release(1)
         #expect(try await first.value.0.text.hasPrefix("variant=a"))
-        await waitUntil { loader.callCount == 3 }
+        await loader.waitForCalls(3)
         loader.openGate()
         var bodies: [String] = []
         for task in joined { bodies.append(try await task.value) }
@@ -209,18 +218,19 @@ struct CoalescingTests {
         #expect(loader.callCount == 3)
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("a Vary: * answer serves only the caller that started the fetch; each joined caller fetches for itself")
     func varyAnything() async throws {
         let loader = ScriptedOrigin(gated: true) { request, call in
             ScriptedOrigin.Reply(status: 200, headers: ["Vary": "*"], body: Data("call=\(call)".utf8))
         }
         let transport = makeTransport(loader: loader) { $0.cacheOverride = nil }
-        let tasks = (0..<4).map { _ in Task { try await transport.data(for: request(url)).0.text } }
+        let tasks = startCalls(4) { try await transport.data(for: request(url)).0.text }
+        #expect(transport.statistics.coalescedJoins == 3)
         await loader.waitForCalls(1)
-        await waitUntil { transport.statistics.coalescedJoins == 3 }
         // Only the first answer goes out; the three joined callers' fetches start together.
         loader.release(1)
-        await waitUntil { loader.callCount == 4 }
+        await loader.waitForCalls(4)
         loader.openGate()
         var bodies = Set<String>()
         for task in tasks { bodies.insert(try await task.value) }

@@ -84,12 +84,12 @@ struct IdentityTests {
             [:],
         ]
         let callers = identities.enumerated().flatMap { index, headers in
-            (0..<20).map { _ in
-                Task { (index, try await transport.data(for: request("https://api.example.com/me", headers: headers))) }
+            startCalls(20) {
+                (index, try await transport.data(for: request("https://api.example.com/me", headers: headers)))
             }
         }
+        #expect(transport.statistics.coalescedJoins == 95)
         await loader.waitForCalls(5)
-        await waitUntil { transport.statistics.coalescedJoins == 95 }
         loader.openGate()
         var bodies: [Int: Set<Data>] = [:]
         for caller in callers {

@@ -207,18 +207,20 @@ struct LocalWriteTests {
         let (base, _) = try await transport.data(for: list)
         let firstGate = AsyncGate()
         let secondGate = AsyncGate()
-        let first = Task {
+        // An update shows its provisional answer before it first suspends: started at once, it
+        // shows when `startCall` returns.
+        let first = startCall {
             try await transport.optimisticUpdate([ProvisionalAnswer(for: list, value: ["first"])]) {
                 try await firstGate.wait()
             }
         }
-        await waitUntil { (try? await transport.data(for: list).0.text) == "[\"first\"]" }
-        let second = Task {
+        #expect(try await transport.data(for: list).0.text == "[\"first\"]")
+        let second = startCall {
             try await transport.optimisticUpdate([ProvisionalAnswer(for: list, value: ["second"])]) {
                 try await secondGate.wait()
             }
         }
-        await waitUntil { (try? await transport.data(for: list).0.text) == "[\"second\"]" }
+        #expect(try await transport.data(for: list).0.text == "[\"second\"]")
 
         firstGate.fail()
         #expect(await thrownError { try await first.value } != nil)
@@ -236,13 +238,13 @@ struct LocalWriteTests {
         let early = Task { try await transport.data(for: list) }
         await origin.waitForCalls(1)
         let gate = AsyncGate()
-        let update = Task {
+        let update = startCall {
             try await transport.optimisticUpdate([ProvisionalAnswer(for: list, value: ["mine"])]) {
                 try await gate.wait()
             }
         }
         // Asked without a request: one would join the fetch the origin holds.
-        await waitUntil { transport.statistics.stores == 1 }
+        #expect(transport.statistics.stores == 1)
         origin.openGate()
         #expect(try await early.value.0.text == "[\"old\"]")
         #expect(try await transport.data(for: list).0.text == "[\"mine\"]")

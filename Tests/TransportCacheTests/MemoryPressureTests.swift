@@ -4,6 +4,7 @@ import FoundationNetworking
 #endif
 import Testing
 @testable import TransportCache
+import TransportCacheTesting
 
 @Suite("Memory pressure")
 struct MemoryPressureTests {
@@ -98,10 +99,10 @@ struct MemoryPressureTests {
     func fetchInFlightAnswers() async throws {
         let loader = feedLoader(Locked(1), gated: true)
         let transport = makeTransport(loader: loader)
-        let first = Task { try await transport.value(Feed.self, for: request(url)) }
-        let second = Task { try await transport.data(for: request(url)) }
+        let first = startCall { try await transport.value(Feed.self, for: request(url)) }
+        let second = startCall { try await transport.data(for: request(url)) }
+        #expect(transport.statistics.coalescedJoins == 1)
         await loader.waitForCalls(1)
-        await waitUntil { transport.statistics.coalescedJoins == 1 }
         transport.trim(for: .critical)
         transport.trim(for: .warning)
         loader.openGate()
@@ -118,11 +119,13 @@ struct MemoryPressureTests {
     func decodeInProgressAnswers() async throws {
         let transport = makeTransport(loader: feedLoader(Locked(1)))
         _ = try await transport.data(for: request(url))
-        let decoder = CountingDecoder(holding: true)
+        let decoder = await CountingDecoder.holding()
         let first = Task { try await transport.value(Feed.self, for: request(url), decoder: decoder) }
-        let second = Task { try await transport.value(Feed.self, for: request(url), decoder: decoder) }
-        await waitUntil { decoder.count == 1 }
-        await waitUntil { await transport.callersWaitingForDecode == 1 }
+        await decoder.waitForDecodes(1)
+        // The first is decoding: the second finds the decode claimed and waits for it before it
+        // first suspends.
+        let second = startCall { try await transport.value(Feed.self, for: request(url), decoder: decoder) }
+        #expect(await transport.callersWaitingForDecode == 1)
         transport.trim(for: .critical)
         decoder.release()
         let (a, b) = (try await first.value, try await second.value)

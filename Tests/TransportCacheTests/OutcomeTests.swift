@@ -168,9 +168,9 @@ struct OutcomeTests {
     func joined() async throws {
         let origin = echoOrigin(gated: true)
         let transport = makeTransport(loader: origin)
-        let tasks = (0..<5).map { _ in Task { try await transport.response(for: request(url)) } }
+        let tasks = startCalls(5) { try await transport.response(for: request(url)) }
+        #expect(transport.statistics.coalescedJoins == 4)
         await origin.waitForCalls(1)
-        await waitUntil { transport.statistics.coalescedJoins == 4 }
         origin.openGate()
         var outcomes: [CacheOutcome] = []
         for task in tasks { outcomes.append(try await task.value.2) }
@@ -293,9 +293,9 @@ struct OutcomeTests {
     func failureCarriesOutcome() async throws {
         let origin = ScriptedOrigin(gated: true, respond: ScriptedOrigin.failing(.cannotConnectToHost))
         let transport = makeTransport(loader: origin)
-        let tasks = (0..<3).map { _ in Task { try await transport.data(for: request(url)) } }
+        let tasks = startCalls(3) { try await transport.data(for: request(url)) }
+        #expect(transport.statistics.coalescedJoins == 2)
         await origin.waitForCalls(1)
-        await waitUntil { transport.statistics.coalescedJoins == 2 }
         origin.openGate()
         var joined = 0
         for task in tasks {

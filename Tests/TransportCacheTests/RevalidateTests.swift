@@ -164,6 +164,8 @@ struct RevalidateTests {
         await versioned.origin.waitForCalls(2)
 
         let revalidation = Task { await transport.revalidateAll() }
+        // Polls: a revalidation reaches the fetch in its own child task, so it cannot be started
+        // up to its join, and joining a fetch reports nothing a test could wait for.
         await waitUntil { transport.statistics.coalescedJoins == 1 }
         versioned.origin.openGate()
 
@@ -233,7 +235,8 @@ struct RevalidateTests {
         second = nil
         _ = (first, second)
         #expect(transport.poller.polledEndpoints == 0)
-        await waitUntil { clock.sleepers == 0 }
+        // Dropping the last stream cancelled its polling, and the wait with it.
+        #expect(clock.sleepers == 0)
         clock.advance(by: .seconds(10))
         #expect(versioned.origin.callCount == 11)
     }

@@ -120,9 +120,9 @@ struct RevalidationTests {
         let transport = makeTransport(loader: loader)
         let (stored, _) = try await transport.data(for: request(url))
         let reload = request(url, policy: .reloadIgnoringLocalCacheData)
-        let tasks = (0..<20).map { _ in Task { try await transport.data(for: reload) } }
+        let tasks = startCalls(20) { try await transport.data(for: reload) }
+        #expect(transport.statistics.coalescedJoins == 19)
         await loader.waitForCalls(2)
-        await waitUntil { transport.statistics.coalescedJoins == 19 }
         loader.openGate()
         for task in tasks {
             let (data, response) = try await task.value

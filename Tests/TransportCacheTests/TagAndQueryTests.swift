@@ -63,9 +63,9 @@ struct TagAndQueryTests {
         let origin = echoOrigin(gated: true)
         let transport = makeTransport(loader: origin) { $0.queryEndpoints = [.pathPrefix("/graphql")] }
         let query = post("/graphql", body: #"{"query":"{ articles { id } }"}"#)
-        let callers = (0..<10).map { _ in Task { try await transport.data(for: query).0 } }
+        let callers = startCalls(10) { try await transport.data(for: query).0 }
+        #expect(transport.statistics.coalescedJoins == 9)
         await origin.waitForCalls(1)
-        await waitUntil { transport.statistics.coalescedJoins == 9 }
         origin.openGate()
         var bodies = Set<Data>()
         for caller in callers { bodies.insert(try await caller.value) }

@@ -25,20 +25,56 @@ struct FeedNames: Decodable, Sendable {
 
 /// A JSON decoder that counts its decodes and, when holding, keeps each decode waiting until
 /// ``release()``.
+///
+/// A held decode blocks a thread of the cooperative pool, which has only as many threads as the
+/// machine has cores: one holding decoder exists at a time (``holding()``), so that two tests
+/// never hold every thread of a two-core machine and stall each other until the holds time out.
 final class CountingDecoder: ResponseDecoding {
     private let inner = JSONDecoder()
     private let decodes = Locked(0)
+    /// Tests waiting until this many decodes have begun.
+    private let watchers = Locked([(count: Int, continuation: CheckedContinuation<Void, Never>)]())
     private let holding: Bool
     private let released = DispatchSemaphore(value: 0)
+    /// Whether this decoder still has the permit to hold (``holding()``).
+    private let holdsPermit: Locked<Bool>
 
-    init(holding: Bool = false) {
-        self.holding = holding
+    /// The permit to hold decodes: taken by ``holding()``, given back by ``release()``.
+    private static let holdPermit = Permit()
+
+    init() {
+        holding = false
+        holdsPermit = Locked(false)
+    }
+
+    private init(holdingWithPermit: Void) {
+        holding = true
+        holdsPermit = Locked(true)
+    }
+
+    /// A decoder that holds each decode until ``release()``, once no other holding decoder is left
+    /// unreleased.
+    static func holding() async -> CountingDecoder {
+        await holdPermit.acquire()
+        return CountingDecoder(holdingWithPermit: ())
+    }
+
+    deinit {
+        if holdsPermit.withLock({ $0 }) { Self.holdPermit.release() }
     }
 
     var count: Int { decodes.withLock { $0 } }
 
     func decode<Value: Decodable>(_ type: Value.Type, from data: Data) throws -> Value {
-        decodes.withLock { $0 += 1 }
+        let count = decodes.withLock { count in
+            count += 1
+            return count
+        }
+        let ready = watchers.withLock { watchers in
+            defer { watchers.removeAll { $0.count <= count } }
+            return watchers.filter { $0.count <= count }.map(\.continuation)
+        }
+        for watcher in ready { watcher.resume() }
         // Bounded, so a broken test fails instead of hanging.
         if holding { _ = released.wait(timeout: .now() + 10) }
         return try inner.decode(type, from: data)
@@ -46,11 +82,60 @@ final class CountingDecoder: ResponseDecoding {
 
     func release() {
         released.signal()
+        let gives = holdsPermit.withLock { holds in
+            defer { holds = false }
+            return holds
+        }
+        if gives { Self.holdPermit.release() }
+    }
+
+    /// Returns once at least `count` decodes have begun (and, when holding, wait to be released).
+    func waitForDecodes(_ count: Int) async {
+        await withCheckedContinuation { continuation in
+            // Under the watchers' lock, which a decode takes after counting itself.
+            let ready = watchers.withLock { watchers in
+                guard self.count < count else { return true }
+                watchers.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
     }
 }
 
 /// A loader answering `{"items":[{"id":<version>,"name":"version <version>"}]}`: the bytes
 /// change only when the test changes `version`.
+/// One holder at a time; the others wait, in turn.
+final class Permit: Sendable {
+    private let state = Locked((taken: false, waiting: [CheckedContinuation<Void, Never>]()))
+
+    func acquire() async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state in
+                guard state.taken else {
+                    state.taken = true
+                    return true
+                }
+                state.waiting.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    /// Hands the permit to the next waiting, or frees it.
+    func release() {
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard !state.waiting.isEmpty else {
+                state.taken = false
+                return nil
+            }
+            return state.waiting.removeFirst()
+        }
+        next?.resume()
+    }
+}
+
 func feedLoader(_ version: Locked<Int>, gated: Bool = false) -> ScriptedOrigin {
     ScriptedOrigin(gated: gated) { request, _ in
         ScriptedOrigin.Reply(status: 200, body: feedBody(version.withLock { $0 }))
@@ -105,14 +190,16 @@ struct ValueTests {
     func concurrentCallsDecodeOnce() async throws {
         let loader = feedLoader(Locked(1), gated: true)
         let transport = makeTransport(loader: loader)
-        let decoder = CountingDecoder(holding: true)
-        let first = Task { try await transport.value(Feed.self, for: request(url), decoder: decoder) }
-        let second = Task { try await transport.value(Feed.self, for: request(url), decoder: decoder) }
+        let decoder = await CountingDecoder.holding()
+        let first = startCall { try await transport.value(Feed.self, for: request(url), decoder: decoder) }
+        let second = startCall { try await transport.value(Feed.self, for: request(url), decoder: decoder) }
+        #expect(transport.statistics.coalescedJoins == 1)
         await loader.waitForCalls(1)
-        await waitUntil { transport.statistics.coalescedJoins == 1 }
         loader.openGate()
         // One caller decodes (held by the decoder) while the other waits for its result.
-        await waitUntil { decoder.count == 1 }
+        await decoder.waitForDecodes(1)
+        // Polls: the other caller, resumed by the fetch's answer, starts waiting for the decode
+        // on its own thread, and starting to wait reports nothing a test could wait for.
         await waitUntil { await transport.callersWaitingForDecode == 1 }
         decoder.release()
         let (a, b) = (try await first.value, try await second.value)
@@ -431,12 +518,16 @@ struct ValueStreamTests {
     @Test("a stream whose consumer stops releases its subscription")
     func stoppedStreamUnregisters() async throws {
         let transport = makeTransport(loader: feedLoader(Locked(1)))
-        let consumer = Task {
+        let log = CacheEventLog(transport)
+        let consumer = startCall {
             for try await _ in transport.values(Feed.self, for: request(url)) {}
         }
-        await waitUntil { transport.statistics.subscribers == 1 && transport.statistics.decodes == 1 }
+        #expect(transport.statistics.subscribers == 1)
+        await log.wait(for: 1, "decoded")
+        #expect(transport.statistics.decodes == 1)
         consumer.cancel()
         _ = await consumer.result
-        await waitUntil { transport.statistics.subscribers == 0 }
+        await transport.waitForChangeSubscribers(0)
+        #expect(transport.statistics.subscribers == 0)
     }
 }

@@ -1,7 +1,8 @@
 import Testing
 
 /// Waits until `condition` holds, checking between short pauses, and records a failure if it
-/// does not hold within `timeout`. It waits for a state, never for a guessed amount of time.
+/// does not hold within `timeout`. Only for a state that reports nothing a test could wait for:
+/// every call says why it must poll.
 func waitUntil(
     timeout: Duration = .seconds(10),
     _ comment: Comment? = nil,
@@ -14,14 +15,4 @@ func waitUntil(
         try? await Task.sleep(for: .milliseconds(1))
     }
     Issue.record(comment ?? "condition not met within \(timeout)", sourceLocation: sourceLocation)
-}
-
-/// The error a throwing async expression threw, or nil when it returned.
-func thrownError<T>(_ body: () async throws -> T) async -> (any Error)? {
-    do {
-        _ = try await body()
-        return nil
-    } catch {
-        return error
-    }
 }
