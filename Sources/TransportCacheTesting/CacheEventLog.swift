@@ -1,7 +1,7 @@
 import Foundation
 import TransportCache
 
-/// What a transport does, as its ``CachedTransport/events()`` stream tells it, kept for a test to
+/// What a transport does, as its `events()` stream tells it, kept for a test to
 /// read and to wait on: `await log.wait(for: 3) { $0.kind.name == "stored" }`.
 ///
 /// It registers its stream when it is made, so it hears every event of a request planned after
@@ -75,7 +75,7 @@ public final class CacheEventLog: Sendable {
         }
     }
 
-    /// Suspends until at least `count` events of the kind named `kind` (``CacheEvent/Kind/name``:
+    /// Suspends until at least `count` events of the kind named `kind` (`CacheEvent.Kind.name`:
     /// `"stored"`, `"fetchEnded"` …) have been heard, for `url` when given.
     public func wait(for count: Int = 1, _ kind: String, url: URL? = nil) async {
         await wait(for: count) { event in

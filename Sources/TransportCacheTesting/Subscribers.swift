@@ -1,8 +1,8 @@
 import TransportCache
 
 extension CachedTransport {
-    /// Returns once exactly `count` streams of ``CachedTransport/changes()`` are registered, those
-    /// of ``CachedTransport/changes(for:)`` and ``CachedTransport/values(_:for:decoder:)``
+    /// Returns once exactly `count` streams of `changes()` are registered, those
+    /// of `changes(for:)` and `values(_:for:decoder:)`
     /// included: a stream whose consumer stopped has then let go of the transport. At once when
     /// that many are registered now; otherwise as long as it takes.
     ///
