@@ -121,6 +121,7 @@ struct BadInputTests {
 
     // MARK: - Bodies and capacities
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("a body larger than the whole capacity reaches every coalesced caller intact and evicts nothing")
     func bodyBeyondCapacity() async throws {
         let loader = ScriptedOrigin(
@@ -147,6 +148,7 @@ struct BadInputTests {
         #expect(loader.callCount == 2)
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test(
         "zero, negative and absurd capacities and shares store nothing and still answer",
         arguments: [
@@ -211,6 +213,7 @@ struct BadInputTests {
         #expect(loader.callCount == 2)
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("key header values that differ only in case never share an entry or a fetch")
     func headerValueCase() async throws {
         let loader = echoOrigin(gated: true)

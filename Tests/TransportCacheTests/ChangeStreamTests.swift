@@ -100,6 +100,7 @@ struct ChangeStreamTests {
         #expect(await changes.next() == .cleared)
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("a cancelled subscriber leaves no registration behind")
     func cancelledSubscriber() async throws {
         let transport = makeTransport(loader: echoOrigin())

@@ -72,6 +72,7 @@ struct IdentityTests {
         #expect(transport.statistics.stores == 1)
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("five identities, twenty concurrent callers each: every caller gets its own identity's body")
     func concurrentIdentities() async throws {
         let loader = echoOrigin(gated: true)

@@ -198,6 +198,7 @@ struct LocalWriteTests {
         #expect(try await transport.data(for: list).0 == before)
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test(
         "two updates of one key: the first failing leaves the second visible; the second failing then restores the base"
     )
@@ -230,6 +231,7 @@ struct LocalWriteTests {
         #expect(try await transport.data(for: list).0 == base)
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("a fetch that began before the update never overwrites it; one that ends during it becomes its base")
     func fetchesAndUpdates() async throws {
         let body = Locked("[\"old\"]")

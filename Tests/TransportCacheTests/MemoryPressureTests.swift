@@ -95,6 +95,7 @@ struct MemoryPressureTests {
         #expect(transport.statistics.decodes == 2)
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("a trim never disturbs a fetch in flight: its callers get the answer, which is stored")
     func fetchInFlightAnswers() async throws {
         let loader = feedLoader(Locked(1), gated: true)
@@ -115,6 +116,7 @@ struct MemoryPressureTests {
         #expect(loader.callCount == 1)
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("a trim leaves callers waiting on a decode with their value")
     func decodeInProgressAnswers() async throws {
         let transport = makeTransport(loader: feedLoader(Locked(1)))

@@ -164,6 +164,7 @@ struct OutcomeTests {
         #expect(refreshed.cacheOutcome?.source == .network(.refresh))
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("callers that joined another caller's fetch say so; the one that started it does not")
     func joined() async throws {
         let origin = echoOrigin(gated: true)
@@ -289,6 +290,7 @@ struct OutcomeTests {
         #expect(outcome.source == .cacheOnlyMiss)
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("every caller of a failed fetch gets an error carrying its own outcome")
     func failureCarriesOutcome() async throws {
         let origin = ScriptedOrigin(gated: true, respond: ScriptedOrigin.failing(.cannotConnectToHost))

@@ -117,6 +117,7 @@ struct RetryTests {
         #expect(once.callCount == 1)
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("a hundred callers of one fetch cause one sequence of attempts, and all get the answer")
     func oneSchedulePerSharedFetch() async throws {
         let origin = ScriptedOrigin(gated: true)
@@ -139,6 +140,7 @@ struct RetryTests {
         #expect(transport.statistics.retries == 2)
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("a caller that cancels during the wait leaves at once; the others still get the retried answer")
     func cancelDuringWait() async throws {
         let clock = TestClock()

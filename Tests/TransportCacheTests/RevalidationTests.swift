@@ -112,6 +112,7 @@ struct RevalidationTests {
         }
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("20 coalesced callers of one conditional fetch all get status 200 and the stored body")
     func coalescedCallersOfA304() async throws {
         let origin = ValidatingOrigin()

@@ -146,6 +146,7 @@ struct StaleWhileRevalidateTests {
         #expect(transport.statistics.failedBackgroundRevalidations == 0)
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("a caller that joins the background revalidation and leaves does not cancel it")
     func joinedCallerLeaves() async throws {
         let (transport, loader, clock) = setUp()

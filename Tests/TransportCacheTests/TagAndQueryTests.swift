@@ -58,6 +58,7 @@ struct TagAndQueryTests {
         #expect(transport.statistics.entries == 0)
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("a query POST is keyed by its body: the same body is coalesced and answered from memory, another is not")
     func queryPosts() async throws {
         let origin = echoOrigin(gated: true)

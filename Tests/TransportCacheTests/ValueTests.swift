@@ -186,6 +186,7 @@ extension CachedTransport {
 struct ValueTests {
     let url = "https://api.example.com/feed"
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("two concurrent value calls share one fetch and one decode, and get the same value")
     func concurrentCallsDecodeOnce() async throws {
         let loader = feedLoader(Locked(1), gated: true)
@@ -515,6 +516,7 @@ struct ValueStreamTests {
         #expect((error as? ValueDecodingError)?.code == .decodingFailed)
     }
 
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     @Test("a stream whose consumer stops releases its subscription")
     func stoppedStreamUnregisters() async throws {
         let transport = makeTransport(loader: feedLoader(Locked(1)))
