@@ -50,6 +50,7 @@ let package = Package(
                 "LoopbackOrigin",
                 "TransportCacheLogging",
                 .product(name: "TransportCache", package: "TransportCache"),
+                .product(name: "TransportCacheTesting", package: "TransportCache"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -83,6 +84,7 @@ let package = Package(
                 "OpenAPIExample",
                 "TransportCacheOpenAPI",
                 .product(name: "TransportCache", package: "TransportCache"),
+                .product(name: "TransportCacheTesting", package: "TransportCache"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
             ]

@@ -151,6 +151,23 @@ public final class LoopbackOrigin: Sendable {
     public func waitForHits(_ pathAndQuery: String, count: Int) async {
         await state.waitForHits(pathAndQuery, count: count)
     }
+
+    /// Suspends until at least `count` requests for `path`, whatever their query, have arrived.
+    public func waitForHits(path: String, count: Int) async {
+        await state.waitForPathHits(path, count: count)
+    }
+}
+
+/// Runs `body` with a fresh origin, and stops the origin afterwards whatever happens.
+public func withOrigin(_ body: (LoopbackOrigin) async throws -> Void) async throws {
+    let origin = try await LoopbackOrigin.start()
+    do {
+        try await body(origin)
+    } catch {
+        await origin.stop()
+        throw error
+    }
+    await origin.stop()
 }
 
 actor OriginState {
@@ -167,6 +184,7 @@ actor OriginState {
     private var gateOpen = true
     private var gateWaiters: [CheckedContinuation<Void, Never>] = []
     private var hitWaiters: [(key: String, count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private var pathHitWaiters: [(path: String, count: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
     func recordHit(key: String, path: String) -> Int {
         hitsByKey[key, default: 0] += 1
@@ -176,6 +194,10 @@ actor OriginState {
         let ready = hitWaiters.filter { $0.key == key && $0.count <= count }
         hitWaiters.removeAll { $0.key == key && $0.count <= count }
         for waiter in ready { waiter.continuation.resume() }
+        let pathCount = hitsByPath[path]!
+        let pathReady = pathHitWaiters.filter { $0.path == path && $0.count <= pathCount }
+        pathHitWaiters.removeAll { $0.path == path && $0.count <= pathCount }
+        for waiter in pathReady { waiter.continuation.resume() }
         return count
     }
 
@@ -233,6 +255,11 @@ actor OriginState {
     func waitForHits(_ key: String, count: Int) async {
         guard (hitsByKey[key] ?? 0) < count else { return }
         await withCheckedContinuation { hitWaiters.append((key, count, $0)) }
+    }
+
+    func waitForPathHits(_ path: String, count: Int) async {
+        guard (hitsByPath[path] ?? 0) < count else { return }
+        await withCheckedContinuation { pathHitWaiters.append((path, count, $0)) }
     }
 }
 
