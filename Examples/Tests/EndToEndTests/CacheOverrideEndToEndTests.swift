@@ -124,9 +124,11 @@ struct CacheOverrideEndToEndTests {
             }
             // The session opens at most six connections to a host: six requests wait at the
             // origin's gate, the other fourteen in the session's queue. All twenty are in flight.
-            await waitUntil { await origin.hits(path: "/held") == 6 }
+            await origin.waitForHits(path: "/held", count: 6)
+            #expect(await origin.hits(path: "/held") == 6)
             for task in tasks { task.cancel() }
-            await waitUntil { outcomes.count == 20 }
+            await outcomes.waitForEnded(20)
+            #expect(outcomes.count == 20)
             #expect(outcomes.cancelled == 20)
             await origin.openGate()
             let (data, _, error) = await load(request(origin.url("/after")), with: session)
@@ -192,15 +194,32 @@ struct CacheOverrideEndToEndTests {
 
 /// How data tasks ended, counted from their completion handlers.
 final class Outcomes: @unchecked Sendable {
-    // `@unchecked`: both counters are only touched while `lock` is held.
+    // `@unchecked`: the counters and the waiters are only touched while `lock` is held.
     private let lock = NSLock()
     private var ended = 0
     private var cancelledCount = 0
+    private var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
     func record(_ error: (any Error)?) {
-        lock.withLock {
+        let ready = lock.withLock {
             ended += 1
             if (error as? URLError)?.code == .cancelled { cancelledCount += 1 }
+            let ready = waiters.filter { $0.count <= ended }.map(\.continuation)
+            waiters.removeAll { $0.count <= ended }
+            return ready
+        }
+        for waiter in ready { waiter.resume() }
+    }
+
+    /// Returns once at least `count` tasks have ended.
+    func waitForEnded(_ count: Int) async {
+        await withCheckedContinuation { continuation in
+            let now = lock.withLock {
+                guard ended < count else { return true }
+                waiters.append((count, continuation))
+                return false
+            }
+            if now { continuation.resume() }
         }
     }
 

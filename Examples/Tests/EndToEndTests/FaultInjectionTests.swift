@@ -5,6 +5,7 @@ import FoundationNetworking
 import LoopbackOrigin
 import Testing
 import TransportCache
+import TransportCacheTesting
 
 /// Every fault ends, for every caller, in a clear error or a correct answer; never in a hang, and
 /// never with a partial or failed answer in the store.

@@ -6,6 +6,7 @@ import LoopbackOrigin
 import Synchronization
 import Testing
 import TransportCache
+import TransportCacheTesting
 
 /// Answers the app writes itself and optimistic updates, against a real origin over TCP: a list
 /// shows a new article before the origin has answered its POST, and the update settles on the
@@ -37,7 +38,8 @@ struct LocalWritesEndToEndTests {
             let screen = Screen(transport.values([String].self, for: list, decoder: ArticleListDecoder()))
             defer { screen.close() }
             let original = [Self.originList(version: 0)]
-            await waitUntil { screen.shown == [original] }
+            await screen.waitForShown(1)
+            #expect(screen.shown == [original])
             #expect(await origin.hits(Self.listPath) == 1)
 
             // The editor's provisional list. Its request carries `X-Origin-Query: gate=1`, which is
@@ -54,10 +56,12 @@ struct LocalWritesEndToEndTests {
                     return created
                 }
             }
-            await waitUntil { await origin.hits("/articles?gate=1") == 1 }
+            await origin.waitForHits("/articles?gate=1", count: 1)
+            #expect(await origin.hits("/articles?gate=1") == 1)
 
             // The POST is held at the origin: the list screen shows the draft already, from memory.
-            await waitUntil { screen.shown.last == withDraft }
+            await screen.waitForShown(2)
+            #expect(screen.shown.last == withDraft)
             let (shown, _, outcome) = try await transport.response(for: list)
             #expect(shown == provisional.data)
             #expect(outcome.source == .memory(.fresh))
@@ -67,7 +71,8 @@ struct LocalWritesEndToEndTests {
             // The POST passes; the refetch reaches the origin and is held. Until its answer
             // arrives, the provisional list stays.
             await origin.openGate()
-            await waitUntil { await origin.hits(Self.listPath) == 2 }
+            await origin.waitForHits(Self.listPath, count: 2)
+            #expect(await origin.hits(Self.listPath) == 2)
             #expect(await origin.version(of: "/articles") == 1)
             #expect(try await transport.data(for: list).0 == provisional.data)
             #expect(screen.shown.last == withDraft)
@@ -75,7 +80,8 @@ struct LocalWritesEndToEndTests {
             await origin.openGate()
             #expect(try await editor.value.text == "draft")
             let refetched = [Self.originList(version: 1)]
-            await waitUntil { screen.shown.last == refetched }
+            await screen.waitForShown(3)
+            #expect(screen.shown.last == refetched)
             #expect(screen.shown == [original, withDraft, refetched])
             let (settled, _, settledOutcome) = try await transport.response(for: list)
             #expect(settled.text == Self.originList(version: 1))
@@ -88,6 +94,7 @@ struct LocalWritesEndToEndTests {
         }
     }
 
+    @available(macOS 26.0, *)
     @Test("two updates of one list: the first one's write fails, the second's list stays, then the origin's answer")
     func firstOfTwoUpdatesFails() async throws {
         try await withOrigin { origin in
@@ -101,13 +108,14 @@ struct LocalWritesEndToEndTests {
             // The first update's POST waits in the app until the test lets it go; the origin refuses it.
             let first = try ProvisionalAnswer(for: list, value: [original, "first"])
             let (firstMayPost, letFirstPost) = AsyncStream.makeStream(of: Void.self)
-            let firstUpdate = Task {
+            // An update shows its provisional answer before it first suspends.
+            let firstUpdate = startCall {
                 try await transport.optimisticUpdate([first]) {
                     for await _ in firstMayPost {}
                     return try await Self.post("first", to: origin.url("/articles?status=500"), on: transport)
                 }
             }
-            await waitUntil { (try? await transport.data(for: list).0) == first.data }
+            #expect(try await transport.data(for: list).0 == first.data)
 
             // The second update's POST is held at the origin.
             let second = try ProvisionalAnswer(for: list, value: [original, "first", "second"])
@@ -117,7 +125,8 @@ struct LocalWritesEndToEndTests {
                     try await Self.post("second", to: origin.url("/articles?gate=1"), on: transport)
                 }
             }
-            await waitUntil { await origin.hits("/articles?gate=1") == 1 }
+            await origin.waitForHits("/articles?gate=1", count: 1)
+            #expect(await origin.hits("/articles?gate=1") == 1)
             #expect(try await transport.data(for: list).0 == second.data)
 
             letFirstPost.finish()
@@ -197,7 +206,8 @@ struct LocalWritesEndToEndTests {
                     try await Self.post("draft", to: origin.url("/articles?gate=1"), on: transport)
                 }
             }
-            await waitUntil { await origin.hits("/articles?gate=1") == 1 }
+            await origin.waitForHits("/articles?gate=1", count: 1)
+            #expect(await origin.hits("/articles?gate=1") == 1)
             #expect(try await transport.data(for: list).0 == provisional.data)
 
             update.cancel()
@@ -228,7 +238,8 @@ struct LocalWritesEndToEndTests {
             await origin.closeGate()
             // The same key: `X-Origin-Query` is not part of it.
             let early = Task { try await transport.data(for: request(listURL, headers: ["X-Origin-Query": "gate=1"])) }
-            await waitUntil { await origin.hits(Self.listPath) == 1 }
+            await origin.waitForHits(Self.listPath, count: 1)
+            #expect(await origin.hits(Self.listPath) == 1)
 
             let provisional = try ProvisionalAnswer(for: list, value: ["mine"])
             let confirmed = try ProvisionalAnswer(for: list, value: ["mine", "confirmed"])
@@ -262,7 +273,8 @@ struct LocalWritesEndToEndTests {
             let list = URLRequest(url: listURL)
             await origin.closeGate()
             let early = Task { try await transport.data(for: request(listURL, headers: ["X-Origin-Query": "gate=1"])) }
-            await waitUntil { await origin.hits(Self.listPath) == 1 }
+            await origin.waitForHits(Self.listPath, count: 1)
+            #expect(await origin.hits(Self.listPath) == 1)
 
             let provisional = try ProvisionalAnswer(for: list, value: ["mine"])
             let confirmed = try ProvisionalAnswer(for: list, value: ["mine", "confirmed"])
@@ -300,7 +312,8 @@ struct LocalWritesEndToEndTests {
                     try await Self.post("draft", to: origin.url("/articles?gate=1&status=500"), on: transport)
                 }
             }
-            await waitUntil { await origin.hits("/articles?gate=1&status=500") == 1 }
+            await origin.waitForHits("/articles?gate=1&status=500", count: 1)
+            #expect(await origin.hits("/articles?gate=1&status=500") == 1)
             #expect(try await transport.data(for: list).0 == provisional.data)
             // Another screen drops the list while the POST is held.
             transport.invalidate(list)
@@ -371,7 +384,8 @@ struct LocalWritesEndToEndTests {
                     try await Self.post("", to: origin.url("/articles?gate=1"), on: transport)
                 }
             }
-            await waitUntil { await origin.hits("/articles?gate=1") == 1 }
+            await origin.waitForHits("/articles?gate=1", count: 1)
+            #expect(await origin.hits("/articles?gate=1") == 1)
             let (shown, response, outcome) = try await transport.response(for: list)
             #expect(shown.isEmpty)
             #expect(response.statusCode == 200)
@@ -506,15 +520,42 @@ private final class Screen: Sendable {
     /// Every list shown so far.
     var shown: [[String]] { values.all }
 
+    /// Returns once at least `count` lists have been shown.
+    func waitForShown(_ count: Int) async { await values.waitFor(count) }
+
     func close() { watching.cancel() }
 }
 
 private final class ShownValues: Sendable {
-    private let state = Mutex<[[String]]>([])
+    private struct State {
+        var shown: [[String]] = []
+        var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    }
 
-    var all: [[String]] { state.withLock { $0 } }
+    private let state = Mutex(State())
 
-    func append(_ value: [String]) { state.withLock { $0.append(value) } }
+    var all: [[String]] { state.withLock { $0.shown } }
+
+    func append(_ value: [String]) {
+        let ready = state.withLock { state in
+            state.shown.append(value)
+            let count = state.shown.count
+            defer { state.waiters.removeAll { $0.count <= count } }
+            return state.waiters.filter { $0.count <= count }.map(\.continuation)
+        }
+        for waiter in ready { waiter.resume() }
+    }
+
+    func waitFor(_ count: Int) async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state in
+                guard state.shown.count < count else { return true }
+                state.waiters.append((count, continuation))
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
 
     func fail(_ error: any Error) { Issue.record(error, "the list screen's stream failed") }
 }

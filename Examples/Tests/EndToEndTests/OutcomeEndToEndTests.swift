@@ -5,6 +5,7 @@ import FoundationNetworking
 import LoopbackOrigin
 import Testing
 import TransportCache
+import TransportCacheTesting
 
 /// Every answer says where it came from and why, against a real origin over TCP: each source and
 /// reason, whether the caller joined a fetch, what became of the answer in the store, and a network
@@ -154,6 +155,7 @@ struct OutcomeEndToEndTests {
         }
     }
 
+    @available(macOS 26.0, *)
     @Test("callers that share one fetch: exactly one started it, the others joined, all with its network time")
     func joined() async throws {
         try await withOrigin { origin in

@@ -7,6 +7,7 @@ import Logging
 import Synchronization
 import Testing
 import TransportCache
+import TransportCacheTesting
 import TransportCacheLogging
 
 @Suite("Request logging through swift-log")

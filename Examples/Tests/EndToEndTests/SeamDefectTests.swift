@@ -5,6 +5,7 @@ import FoundationNetworking
 import LoopbackOrigin
 import Testing
 import TransportCache
+import TransportCacheTesting
 
 @Suite("HTTP decisions at the seams")
 struct SeamDefectTests {
@@ -55,6 +56,7 @@ struct SeamDefectTests {
         }
     }
 
+    @available(macOS 26.0, *)
     @Test("coalesced callers each get an answer that matches their request's Vary")
     func coalescedCallersMatchVary() async throws {
         try await withOrigin { origin in
@@ -108,6 +110,7 @@ struct SeamDefectTests {
         }
     }
 
+    @available(macOS 26.0, *)
     @Test("a refresh sends its own request even while a background revalidation that began before it is in flight")
     func refreshDoesNotJoinEarlierRevalidation() async throws {
         try await withOrigin { origin in
@@ -130,12 +133,11 @@ struct SeamDefectTests {
 
             // The refresh began after that revalidation: its answer must come from a request of its own.
             let joinsBefore = transport.statistics.coalescedJoins
-            let refresh = Task { try await transport.refresh(held) }
-            await waitUntil {
-                await origin.hits(path) == 3 || transport.statistics.coalescedJoins > joinsBefore
-            }
+            let refresh = startCall { try await transport.refresh(held) }
+            // Checked before waiting for its request: had it joined, none would ever arrive.
+            try #require(transport.statistics.coalescedJoins == joinsBefore)
+            await origin.waitForHits(path, count: 3)
             #expect(await origin.hits(path) == 3)
-            #expect(transport.statistics.coalescedJoins == joinsBefore)
 
             await origin.openGate()
             let (data, response) = try await refresh.value
@@ -196,6 +198,7 @@ private func field(_ name: String, of response: URLResponse) -> String? {
 /// Closes the origin's gate, sends `requests` (whose URL must carry `gate=1`) at once, waits until
 /// each has either reached the origin or joined a fetch in flight, opens the gate, and returns
 /// their outcomes in the order of `requests`.
+@available(macOS 26.0, *)
 private func heldAnswers(
     _ requests: [URLRequest],
     of pathAndQuery: String,
@@ -204,10 +207,12 @@ private func heldAnswers(
 ) async -> [Result<(Data, URLResponse), any Error>] {
     await origin.closeGate()
     let joinsBefore = transport.statistics.coalescedJoins
-    let tasks = requests.map { request in Task { try await transport.data(for: request) } }
-    await waitUntil {
-        await origin.hits(pathAndQuery) + transport.statistics.coalescedJoins - joinsBefore == requests.count
-    }
+    let hitsBefore = await origin.hits(pathAndQuery)
+    // Each request has joined a fetch or started one when `startCall` returns: those that did
+    // not join reach the origin.
+    let tasks = requests.map { request in startCall { try await transport.data(for: request) } }
+    let joined = transport.statistics.coalescedJoins - joinsBefore
+    await origin.waitForHits(pathAndQuery, count: hitsBefore + requests.count - joined)
     await origin.openGate()
     var outcomes: [Result<(Data, URLResponse), any Error>] = []
     for task in tasks { outcomes.append(await task.result) }

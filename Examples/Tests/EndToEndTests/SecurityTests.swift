@@ -5,9 +5,11 @@ import FoundationNetworking
 import LoopbackOrigin
 import Testing
 import TransportCache
+import TransportCacheTesting
 
 @Suite("Identities never cross, and nothing reaches the disk")
 struct SecurityTests {
+    @available(macOS 26.0, *)
     @Test("Cookie values never cross, even among concurrent callers of one URL")
     func cookieIsolation() async throws {
         try await withOrigin { origin in
@@ -16,13 +18,13 @@ struct SecurityTests {
             let cookies = ["session=alice", "session=bob", "session=carol", "session=alice; theme=dark"]
             await origin.closeGate()
             let callers = cookies.flatMap { cookie in
-                (0..<25).map { _ in
-                    Task { (cookie, try await transport.data(for: request(url, headers: ["Cookie": cookie])).0) }
-                }
+                startCalls(25) { (cookie, try await transport.data(for: request(url, headers: ["Cookie": cookie])).0) }
             }
-            // Polled with a time limit: were identities shared, fewer requests would ever arrive.
-            await waitUntil { await origin.hits("/me?gate=1") == cookies.count }
-            await waitUntil { transport.statistics.coalescedJoins == 96 }
+            // Checked before waiting for the requests: were identities shared, more callers would
+            // have joined, and fewer requests would ever arrive.
+            try #require(transport.statistics.coalescedJoins == 96)
+            await origin.waitForHits("/me?gate=1", count: cookies.count)
+            #expect(await origin.hits("/me?gate=1") == cookies.count)
             await origin.openGate()
             for caller in callers {
                 let (cookie, body) = try await caller.value
@@ -116,6 +118,7 @@ struct SecurityTests {
         }
     }
 
+    @available(macOS 26.0, *)
     @Test("concurrent sign-ins of two identities each get their own Set-Cookie, and nothing is kept")
     func concurrentSetCookie() async throws {
         try await withOrigin { origin in
@@ -123,16 +126,15 @@ struct SecurityTests {
             let url = origin.url("/login?setcookie=1&gate=1")
             await origin.closeGate()
             let callers = ["Bearer alice", "Bearer bob"].flatMap { token in
-                (0..<10).map { _ in
-                    Task {
-                        let (data, response) = try await transport.data(
-                            for: request(url, headers: ["Authorization": token]))
-                        return (token, data, (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Set-Cookie"))
-                    }
+                startCalls(10) {
+                    let (data, response) = try await transport.data(
+                        for: request(url, headers: ["Authorization": token]))
+                    return (token, data, (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Set-Cookie"))
                 }
             }
-            await waitUntil { await origin.hits("/login?setcookie=1&gate=1") == 2 }
-            await waitUntil { transport.statistics.coalescedJoins == 18 }
+            try #require(transport.statistics.coalescedJoins == 18)
+            await origin.waitForHits("/login?setcookie=1&gate=1", count: 2)
+            #expect(await origin.hits("/login?setcookie=1&gate=1") == 2)
             await origin.openGate()
             var cookies: [String: Set<String?>] = [:]
             for caller in callers {

@@ -5,6 +5,7 @@ import FoundationNetworking
 import LoopbackOrigin
 import Testing
 import TransportCache
+import TransportCacheTesting
 
 /// Tags, which drop entries together across URLs, and query `POST`s, which are keyed by their body
 /// and stored like `GET`s, against a real origin over TCP.
@@ -110,6 +111,7 @@ struct TagsAndQueriesEndToEndTests {
 
     // MARK: - Query POSTs
 
+    @available(macOS 26.0, *)
     @Test("50 identical query POSTs at once reach the origin once and all get its answer; the next is from memory")
     func concurrentQueriesCoalesce() async throws {
         try await withOrigin { origin in
@@ -117,9 +119,9 @@ struct TagsAndQueriesEndToEndTests {
             let path = "/graphql?gate=1"
             let query = Self.post(origin.url(path), body: Self.articlesQuery)
             await origin.closeGate()
-            let callers = (0..<50).map { _ in Task { try await transport.data(for: query) } }
+            let callers = startCalls(50) { try await transport.data(for: query) }
+            #expect(transport.statistics.coalescedJoins == 49)
             await origin.waitForHits(path, count: 1)
-            await waitUntil { transport.statistics.coalescedJoins == 49 }
             await origin.openGate()
 
             var bodies = Set<String>()

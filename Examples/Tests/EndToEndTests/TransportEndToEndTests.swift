@@ -5,9 +5,11 @@ import FoundationNetworking
 import LoopbackOrigin
 import Testing
 import TransportCache
+import TransportCacheTesting
 
 @Suite("CachedTransport against a real origin over TCP")
 struct TransportEndToEndTests {
+    @available(macOS 26.0, *)
     @Test("1,000 concurrent GETs reach the origin once")
     func thousandCoalesced() async throws {
         try await withOrigin { origin in
@@ -65,20 +67,21 @@ struct TransportEndToEndTests {
         }
     }
 
+    @available(macOS 26.0, *)
     @Test("Authorization values never cross, even concurrently")
     func authorizationIsolation() async throws {
         try await withOrigin { origin in
             let transport = CachedTransport()
             let url = origin.url("/me?gate=1")
             await origin.closeGate()
-            let alice = (0..<50).map { _ in
-                Task { try await transport.data(for: request(url, headers: ["Authorization": "Bearer alice"])) }
+            let alice = startCalls(50) {
+                try await transport.data(for: request(url, headers: ["Authorization": "Bearer alice"]))
             }
-            let bob = (0..<50).map { _ in
-                Task { try await transport.data(for: request(url, headers: ["Authorization": "Bearer bob"])) }
+            let bob = startCalls(50) {
+                try await transport.data(for: request(url, headers: ["Authorization": "Bearer bob"]))
             }
+            #expect(transport.statistics.coalescedJoins == 98)
             await origin.waitForHits("/me?gate=1", count: 2)
-            await waitUntil { transport.statistics.coalescedJoins == 98 }
             await origin.openGate()
             for task in alice {
                 let body = try await task.value.0
@@ -92,6 +95,7 @@ struct TransportEndToEndTests {
         }
     }
 
+    @available(macOS 26.0, *)
     @Test("cancelled callers throw at once while the last one gets the body")
     func someCancelled() async throws {
         try await withOrigin { origin in
@@ -109,6 +113,7 @@ struct TransportEndToEndTests {
         }
     }
 
+    @available(macOS 26.0, *)
     @Test("when every caller is cancelled the fetch stops, nothing is stored, and the next request fetches again")
     func allCancelled() async throws {
         try await withOrigin { origin in
@@ -127,6 +132,7 @@ struct TransportEndToEndTests {
         }
     }
 
+    @available(macOS 26.0, *)
     @Test("a connection dropped mid-body reaches every waiter as an error and nothing is stored")
     func droppedConnection() async throws {
         try await withOrigin { origin in

@@ -8,9 +8,11 @@ import OpenAPIRuntime
 import Testing
 import TransportCache
 import TransportCacheOpenAPI
+import TransportCacheTesting
 
 @Suite("A generated OpenAPI client over TCP, through CachedClientTransport and URLSessionTransport")
 struct GeneratedClientTests {
+    @available(macOS 26.0, *)
     @Test(
         "100 concurrent calls of one operation reach the origin once through the cache, once each without it",
         arguments: TransportUnderTest.allCases
@@ -19,13 +21,10 @@ struct GeneratedClientTests {
         try await withOrigin { origin in
             let (client, cache) = transport.makeClient(serverURL: origin.baseURL)
             await origin.closeGate()
-            let calls = (0..<100).map { _ in
-                Task { try await client.listArticles(query: .init(page: 1, gate: 1)) }
-            }
+            // The generated client reaches the transport before it first suspends.
+            let calls = startCalls(100) { try await client.listArticles(query: .init(page: 1, gate: 1)) }
+            if let cache { #expect(cache.statistics.coalescedJoins == 99) }
             await origin.waitForHits("/articles?page=1&gate=1", count: 1)
-            if let cache {
-                await waitUntil { cache.statistics.coalescedJoins == 99 }
-            }
             await origin.openGate()
             var bodies = Set<String>()
             for call in calls {
@@ -196,17 +195,16 @@ struct GeneratedClientTests {
         }
     }
 
+    @available(macOS 26.0, *)
     @Test("a cancelled call ends at once with ClientError wrapping CancellationError; the others get the answer")
     func cancelledCall() async throws {
         try await withOrigin { origin in
             let cache = CachedTransport()
             let client = Client(serverURL: origin.baseURL, transport: CachedClientTransport(cache))
             await origin.closeGate()
-            let calls = (0..<10).map { _ in
-                Task { try await client.listArticles(query: .init(page: 3, gate: 1)) }
-            }
+            let calls = startCalls(10) { try await client.listArticles(query: .init(page: 3, gate: 1)) }
+            #expect(cache.statistics.coalescedJoins == 9)
             await origin.waitForHits("/articles?page=3&gate=1", count: 1)
-            await waitUntil { cache.statistics.coalescedJoins == 9 }
             for call in calls.dropLast() { call.cancel() }
             for call in calls.dropLast() {
                 let error = await thrownError { try await call.value }
