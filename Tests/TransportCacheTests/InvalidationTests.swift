@@ -81,13 +81,14 @@ struct InvalidationTests {
     }
 
     @Test("refreshes made while a refresh is in flight share the next fetch: each answer is fetched after its call")
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     func concurrentRefreshes() async throws {
         let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader)
         let first = Task { try await transport.refresh(request(url)) }
         await loader.waitForCalls(1)
-        let later = (0..<3).map { _ in Task { try await transport.refresh(request(url)) } }
-        await waitUntil { transport.statistics.coalescedJoins == 3 }
+        let later = startCalls(3) { try await transport.refresh(request(url)) }
+        #expect(transport.statistics.coalescedJoins == 3)
         // They wait for the fetch after the one in flight, which was sent before they were made.
         #expect(loader.callCount == 1)
         loader.release(1)
@@ -100,14 +101,15 @@ struct InvalidationTests {
     }
 
     @Test("a refresh cancelled while it waits for the next fetch leaves at once; the others still share it")
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     func cancelledWaitingRefresh() async throws {
         let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader)
         let first = Task { try await transport.refresh(request(url)) }
         await loader.waitForCalls(1)
-        let cancelled = Task { try await transport.refresh(request(url)) }
-        let kept = Task { try await transport.refresh(request(url)) }
-        await waitUntil { transport.statistics.coalescedJoins == 2 }
+        let cancelled = startCall { try await transport.refresh(request(url)) }
+        let kept = startCall { try await transport.refresh(request(url)) }
+        #expect(transport.statistics.coalescedJoins == 2)
         cancelled.cancel()
         await #expect(throws: CancellationError.self) { try await cancelled.value }
         loader.release(1)
@@ -120,13 +122,14 @@ struct InvalidationTests {
     }
 
     @Test("when the first refresh's caller leaves, the refreshes waiting behind it are sent at once")
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     func abandonedRefreshSendsTheNext() async throws {
         let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader)
         let first = Task { try await transport.refresh(request(url)) }
         await loader.waitForCalls(1)
-        let waiting = Task { try await transport.refresh(request(url)) }
-        await waitUntil { transport.statistics.coalescedJoins == 1 }
+        let waiting = startCall { try await transport.refresh(request(url)) }
+        #expect(transport.statistics.coalescedJoins == 1)
         first.cancel()
         await #expect(throws: CancellationError.self) { try await first.value }
         await loader.waitForCalls(2)

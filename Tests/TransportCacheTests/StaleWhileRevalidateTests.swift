@@ -197,6 +197,7 @@ struct StaleWhileRevalidateTests {
     }
 
     @Test("a background revalidation is reported with its own reason; a caller that joins it keeps its own")
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
     func backgroundReason() async throws {
         let (transport, loader, clock) = setUp()
         _ = try await transport.data(for: request(url))
@@ -211,8 +212,10 @@ struct StaleWhileRevalidateTests {
         }
         #expect(started == .backgroundRevalidation)
         // A reload joins the background revalidation, and says why it went to the network itself.
-        let reload = Task { try await transport.response(for: request(url, policy: .reloadIgnoringLocalCacheData)) }
-        await waitUntil { transport.statistics.coalescedJoins == 1 }
+        let reload = startCall {
+            try await transport.response(for: request(url, policy: .reloadIgnoringLocalCacheData))
+        }
+        #expect(transport.statistics.coalescedJoins == 1)
         loader.openGate()
         let outcome = try await reload.value.2
         #expect(outcome.source == .network(.reloadPolicy))

@@ -5,6 +5,7 @@ import FoundationNetworking
 import LoopbackOrigin
 import Testing
 import TransportCache
+import TransportCacheTesting
 
 // Where a write meets a fetch, a revalidation, a tag or another refresh, against a real origin.
 //
