@@ -78,7 +78,7 @@ struct OutcomeEndToEndTests {
                 Issue.record("expected the background fetch to start, got \(String(describing: started))")
                 return
             }
-            #expect(reason == .expired)
+            #expect(reason == .backgroundRevalidation)
             #expect(conditional)
             let ended = await events.next()
             guard case .fetchEnded(let status, _, _) = ended?.kind else {

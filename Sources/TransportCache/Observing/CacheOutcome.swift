@@ -144,7 +144,9 @@ public struct CacheOutcome: Sendable, Hashable, CustomStringConvertible {
     /// What became of a fetched answer in the store.
     public enum Storage: Sendable, Hashable, CustomStringConvertible {
         /// Stored; `changedBytes` is false when the same bytes were already held (a `304`
-        /// updates the stored headers only).
+        /// updates the stored headers only). While optimistic updates of the key are pending, the
+        /// answer goes under them (what they roll back to), and `changedBytes` compares it with
+        /// what the key held there, not with the provisional answer shown.
         case stored(changedBytes: Bool)
         /// Not stored, for this reason.
         case notStored(NotStoredReason)

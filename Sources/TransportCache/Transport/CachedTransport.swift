@@ -235,7 +235,9 @@ public actor CachedTransport {
     /// Its answer is never older than the call: a refresh never shares a fetch that began before
     /// it was called, whether a caller's or a background revalidation, and such a fetch, when it
     /// ends after the refresh began, no longer stores its answer. Requests made after the refresh
-    /// began share its fetch.
+    /// began share its fetch. Refreshes made while a refresh's fetch is in flight wait for the next
+    /// fetch, sent when that one ends, and share it: any number of concurrent refreshes of one key
+    /// reach the origin at most twice. A refresh cancelled while it waits leaves at once.
     public nonisolated(nonsending) func refresh(_ request: URLRequest) async throws -> (Data, URLResponse) {
         try await perform(try planner.plan(request, refreshing: true), of: request)
     }
