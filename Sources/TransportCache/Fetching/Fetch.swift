@@ -11,8 +11,11 @@ import FoundationNetworking
 /// `@unchecked Sendable` is safe here: a fetch is only reached through ``FetchStateMachine``, and so
 /// only read or written while the transport's in-flight lock is held.
 final class Fetch: @unchecked Sendable {
-    /// Its identifier: fetches started later have larger ones.
+    /// Its identifier in ``FetchStateMachine``.
     let id: Int
+    /// Its place among the fetches sent: one sent later has a larger one (``FetchStateMachine``
+    /// numbers a fetch when it is sent, a refreshes' fetch waiting behind another included).
+    var order: Int
     let key: CacheKey
     /// The request that started it; the one sent to the origin.
     let request: URLRequest
@@ -66,6 +69,7 @@ final class Fetch: @unchecked Sendable {
         starter: Waiter?
     ) {
         self.id = id
+        order = id
         self.key = key
         self.request = request
         self.reason = reason

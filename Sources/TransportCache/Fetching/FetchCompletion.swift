@@ -81,21 +81,24 @@ extension CachedTransport {
             return .resend(Launch(id: fetchID, request: fetch.request, reason: fetch.reason, isConditional: false))
         }
         guard let completed = machine.complete(fetchID, requestTime: planner.policy.clock.date) else { return .none }
-        var launches = completed.next.map { [launchable($0)] } ?? []
         var callers = CallerAnswers(completed.waiters, of: fetch, duration: duration)
+        var launches: [Launch]
         switch taken {
         case .failed(let error):
             answerFailure(error, of: fetch, to: &callers)
+            launches = []
         case .fetched(let data, let fetched):
             let response = committer.prepared(fetched)
             let storage = committer.commitFetched(data, response: response, for: fetch)
             if fetch.isBackground, case .notStored(let reason) = storage, reason.refusesAnswer {
                 store.record { $0.failedBackgroundRevalidations += 1 }
             }
-            launches += answer(data, response, storage, revalidated: false, of: fetch, to: &callers, in: &machine)
+            launches = answer(data, response, storage, revalidated: false, of: fetch, to: &callers, in: &machine)
         case .confirmed(let data, let response, let storage):
-            launches += answer(data, response, storage, revalidated: true, of: fetch, to: &callers, in: &machine)
+            launches = answer(data, response, storage, revalidated: true, of: fetch, to: &callers, in: &machine)
         }
+        // Made once the answer is stored: the refreshes' fetch is conditional on what it stored.
+        if let next = completed.next { launches.append(launchable(next)) }
         return .answer(callers, then: launches)
     }
 

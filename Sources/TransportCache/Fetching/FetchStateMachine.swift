@@ -101,6 +101,9 @@ struct FetchStateMachine: Sendable {
         fetch.next = nil
         next.queuedBehind = nil
         next.requestTime = requestTime
+        // Numbered when sent: newer than whatever was written while it waited.
+        lastIdentifier += 1
+        next.order = lastIdentifier
         makeJoinable(next)
         return (next.id, next)
     }
@@ -108,8 +111,8 @@ struct FetchStateMachine: Sendable {
     /// The keys of the fetches in flight. - Complexity: O(f) in the fetches in flight.
     var keysInFlight: Set<CacheKey> { Set(fetches.values.map(\.key)) }
 
-    /// The identifier of the newest fetch started: fetches started from now on have larger ones.
-    var newestFetchID: Int { lastIdentifier }
+    /// The ``Fetch/order`` of the newest fetch sent: fetches sent from now on have larger ones.
+    var newestFetchOrder: Int { lastIdentifier }
 
     enum LoadAction {
         /// The load belongs to a fetch still waited for.

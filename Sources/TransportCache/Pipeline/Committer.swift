@@ -83,7 +83,7 @@ final class Committer: Sendable {
             store.forgetDeparture(of: fetch.key)
             return .notStored(unstorable ?? .variesOnEverything)
         }
-        switch optimistic.withLock({ $0.offerBase(entry, for: fetch.key, fetchID: fetch.id) }) {
+        switch optimistic.withLock({ $0.offerBase(entry, for: fetch.key, order: fetch.order) }) {
         case .noUpdatePending:
             break
         case .taken(let previous):
@@ -246,7 +246,7 @@ final class Committer: Sendable {
                             held: store.peek(entry.key, selectedBy: entry.request.allHTTPHeaderFields))
                     }
                 } else if optimistic.withLock({
-                    $0.setBase(entry, for: entry.key, newerThan: machine.newestFetchID)
+                    $0.setBase(entry, for: entry.key, newerThan: machine.newestFetchOrder)
                 }) {
                     store.record { $0.stores += 1 }
                     continue

@@ -20,9 +20,9 @@ struct OptimisticLayers: Sendable {
     private struct Stack {
         /// The entry held before the first pending update, or what a fetch brought since.
         var base: StoredResponse?
-        /// The identifier of the fetch that brought the base: 0 for the entry held before, the
+        /// The ``Fetch/order`` of the fetch that brought the base: 0 for the entry held before, the
         /// newest fetch's at the time for an answer the app wrote.
-        var baseFetchID = 0
+        var baseOrder = 0
         var layers: [Layer]
         /// Whether a background revalidation of the key has been started while they are pending.
         var revalidatedInBackground = false
@@ -79,22 +79,23 @@ struct OptimisticLayers: Sendable {
         case older
     }
 
-    /// Offers `entry`, which fetch `fetchID` brought, as the base of `key`'s pending updates.
-    mutating func offerBase(_ entry: StoredResponse, for key: CacheKey, fetchID: Int) -> BaseOffer {
+    /// Offers `entry`, which the fetch sent in `order` (``Fetch/order``) brought, as the base of
+    /// `key`'s pending updates.
+    mutating func offerBase(_ entry: StoredResponse, for key: CacheKey, order: Int) -> BaseOffer {
         guard let stack = stacks[key] else { return .noUpdatePending }
-        guard fetchID > stack.baseFetchID else { return .older }
+        guard order > stack.baseOrder else { return .older }
         stacks[key]?.base = entry
-        stacks[key]?.baseFetchID = fetchID
+        stacks[key]?.baseOrder = order
         return .taken(previous: stack.base)
     }
 
     /// Makes `entry`, an answer the app wrote, the base of `key`'s pending updates: newer than
-    /// what every fetch started so far (up to `newestFetchID`) brings.
+    /// what every fetch sent so far (up to `newestOrder`) brings.
     /// - Returns: false when none is pending.
-    mutating func setBase(_ entry: StoredResponse, for key: CacheKey, newerThan newestFetchID: Int) -> Bool {
+    mutating func setBase(_ entry: StoredResponse, for key: CacheKey, newerThan newestOrder: Int) -> Bool {
         guard stacks[key] != nil else { return false }
         stacks[key]?.base = entry
-        stacks[key]?.baseFetchID = newestFetchID
+        stacks[key]?.baseOrder = newestOrder
         return true
     }
 
