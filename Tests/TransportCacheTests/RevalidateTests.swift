@@ -164,9 +164,8 @@ struct RevalidateTests {
         await versioned.origin.waitForCalls(2)
 
         let revalidation = Task { await transport.revalidateAll() }
-        // Polls: a revalidation reaches the fetch in its own child task, so it cannot be started
-        // up to its join, and joining a fetch reports nothing a test could wait for.
-        await waitUntil { transport.statistics.coalescedJoins == 1 }
+        // A revalidation reaches the fetch in a child task of its own: wait for its join.
+        await transport.waitForCoalescedJoins(1)
         versioned.origin.openGate()
 
         #expect(await revalidation.value == RevalidationSummary(revalidated: 1))

@@ -199,9 +199,9 @@ struct ValueTests {
         loader.openGate()
         // One caller decodes (held by the decoder) while the other waits for its result.
         await decoder.waitForDecodes(1)
-        // Polls: the other caller, resumed by the fetch's answer, starts waiting for the decode
-        // on its own thread, and starting to wait reports nothing a test could wait for.
-        await waitUntil { await transport.callersWaitingForDecode == 1 }
+        // The other caller, resumed by the fetch's answer, starts waiting for the decode on its
+        // own thread.
+        await transport.store.waitForDecodeWaits(1)
         decoder.release()
         let (a, b) = (try await first.value, try await second.value)
         #expect(a === b)

@@ -23,7 +23,7 @@ extension CachedTransport {
                     return arrive(plan, waiter: waiter, in: &machine)
                 }
                 switch arrival {
-                case .joined: break
+                case .joined(let watchers): for watcher in watchers { watcher.resume() }
                 case .answered(let stored): continuation.resume(returning: (stored.data, stored.response))
                 case .cancelled: continuation.resume(throwing: CancellationError())
                 case .launch(let launch): self.launch(launch)
@@ -41,17 +41,22 @@ extension CachedTransport {
     nonisolated func revalidateInBackground(_ plan: FetchPlan) {
         let arrival = inFlight.withLock { machine -> Arrival in
             guard committer.optimistic.withLock({ $0.claimBackgroundRevalidation(of: plan.key) }) else {
-                return .joined
+                return .joined([])
             }
             return arrive(plan, waiter: nil, in: &machine)
         }
-        if case .launch(let launch) = arrival { self.launch(launch) }
+        switch arrival {
+        case .launch(let launch): self.launch(launch)
+        case .joined(let watchers): for watcher in watchers { watcher.resume() }
+        case .answered, .cancelled: break
+        }
     }
 
     /// What became of a plan arriving at the fetches in flight.
     private enum Arrival {
-        /// It joined a fetch in flight (or, for a plan with no caller, found one).
-        case joined
+        /// It joined a fetch in flight (or, for a plan with no caller, found one); the tests
+        /// watching the joins that it let through are to be resumed.
+        case joined(WatchedCount.Watchers)
         /// A fetch of its key completed between its plan and now: it takes that stored answer.
         case answered(MemoryAnswer)
         /// Its caller was cancelled before it could join.
@@ -65,7 +70,7 @@ extension CachedTransport {
     /// else start a fetch. Call with the in-flight lock held.
     private nonisolated func arrive(_ plan: FetchPlan, waiter: Waiter?, in machine: inout FetchStateMachine) -> Arrival
     {
-        if machine.join(waiter, key: plan.key, sharing: plan.sharing) { return .joined }
+        if let watchers = machine.join(waiter, key: plan.key, sharing: plan.sharing) { return .joined(watchers) }
         if plan.mayTakeStoredAnswer, let stored = planner.storedAnswer(for: plan) { return .answered(stored) }
         store.record {
             $0.networkFetches += 1
@@ -144,6 +149,14 @@ extension CachedTransport {
             load?.cancel()
         }
         if let next { launch(next) }
+    }
+
+    /// Returns once ``CacheStatistics/coalescedJoins`` has reached `count`: for tests, through
+    /// TransportCacheTesting, when a caller joins in a task a test cannot start up to its join.
+    package nonisolated func waitForJoins(_ count: Int) async {
+        await withCheckedContinuation { continuation in
+            if !inFlight.withLock({ $0.watchJoins(reaching: count, continuation) }) { continuation.resume() }
+        }
     }
 
     /// What the transport still tracks on behalf of callers: fetches in flight, keys a request

@@ -22,33 +22,39 @@ struct FetchStateMachine: Sendable {
     private(set) var waiterCount = 0
     /// Requests that joined a fetch in flight, for ``CacheStatistics/coalescedJoins``: counted
     /// here, under the lock a join holds anyway.
-    private(set) var coalescedJoins = 0
+    private(set) var joins = WatchedCount()
+    var coalescedJoins: Int { joins.value }
     private var lastIdentifier = 0
 
     /// Attaches `waiter` to the fetch in flight for `key` when `sharing` lets it share that one,
     /// or, for a refresh arriving while a refresh's fetch is in flight, to the fetch sent next.
     /// A plan with no caller (a background revalidation) joins by the same rule, attaching nothing.
-    /// - Returns: whether it joined.
-    mutating func join(_ waiter: Waiter?, key: CacheKey, sharing: FetchPlan.Sharing) -> Bool {
-        guard let fetchID = joinable[key], let fetch = fetches[fetchID] else { return false }
+    /// - Returns: nil when it did not join; when it did, the tests watching ``coalescedJoins`` whose
+    ///   number it reached, to resume once the lock is released (none while no test watches).
+    mutating func join(_ waiter: Waiter?, key: CacheKey, sharing: FetchPlan.Sharing) -> WatchedCount.Watchers? {
+        guard let fetchID = joinable[key], let fetch = fetches[fetchID] else { return nil }
         let joined: Fetch
         switch sharing {
         case .any:
             joined = fetch
         case .reloads:
-            guard fetch.isReload else { return false }
+            guard fetch.isReload else { return nil }
             joined = fetch
         case .sentAfter:
             // The refresh in flight was sent before this one was made: it waits for the next, which
             // every refresh arriving meanwhile shares. Any other fetch is superseded by a new one.
-            guard fetch.reason == .refresh, let waiter else { return false }
+            guard fetch.reason == .refresh, let waiter else { return nil }
             joined = fetch.next ?? queue(after: fetch, startedBy: waiter)
         }
-        if let waiter {
-            attach(waiter, to: joined, id: joined.id)
-            coalescedJoins += 1
-        }
-        return true
+        guard let waiter else { return [] }
+        attach(waiter, to: joined, id: joined.id)
+        return joins.count()
+    }
+
+    /// Registers `continuation` to be resumed once ``coalescedJoins`` reaches `count`.
+    /// - Returns: false when it has already: resume it at once.
+    mutating func watchJoins(reaching count: Int, _ continuation: CheckedContinuation<Void, Never>) -> Bool {
+        joins.watch(until: { $0 >= count }, continuation)
     }
 
     /// A fetch that `fetch`'s key sends when `fetch` ends, for refreshes that must not share it.

@@ -14,6 +14,8 @@ final class ResponseStore: Sendable {
         var departures = Departures()
         /// The keys each tag names.
         var tags = TagIndex()
+        /// Callers that began waiting for another caller's decode, for tests to wait on.
+        var decodeWaits = WatchedCount()
         /// Whether anyone listens to the transport's events: kept here, so that a hit reads it
         /// under the lock it takes anyway.
         var isObserved = false

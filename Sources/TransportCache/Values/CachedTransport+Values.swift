@@ -206,9 +206,9 @@ extension CachedTransport {
                 return (try result.get(), entry.data)
             case .busy:
                 let outcome = await withCheckedContinuation { continuation in
-                    if let immediate = store.waitForDecode(valueKey, on: entry, waiter: continuation) {
-                        continuation.resume(returning: immediate)
-                    }
+                    let registered = store.waitForDecode(valueKey, on: entry, waiter: continuation)
+                    for watcher in registered.watchers { watcher.resume() }
+                    if let immediate = registered.immediate { continuation.resume(returning: immediate) }
                 }
                 switch outcome {
                 case .decoded(let decoded):

@@ -204,24 +204,33 @@ extension ResponseStore {
     /// Adds `waiter` to the decode of `valueKey` under way for `entry`.
     /// - Returns: nil when added (the decoding caller resumes it); otherwise what to resume it
     ///   with at once: the value when the decode finished in between, or ``DecodeOutcome/retry``
-    ///   when it failed in between and was not kept.
+    ///   when it failed in between and was not kept. Beside it, the tests watching for callers
+    ///   waiting on decodes that this one let through, to resume once the lock is released.
     func waitForDecode(
         _ valueKey: DecodedValueKey,
         on entry: StoredResponse,
         waiter: CheckedContinuation<DecodeOutcome, Never>
-    ) -> DecodeOutcome? {
+    ) -> (immediate: DecodeOutcome?, watchers: WatchedCount.Watchers) {
         state.withLock { state in
             switch entry.decoded[valueKey] {
             case .decoding(var waiters)?:
                 waiters.append(waiter)
                 entry.decoded[valueKey] = .decoding(waiters: waiters)
-                return nil
+                return (nil, state.decodeWaits.count())
             case .decoded(let value, _)?:
                 state.statistics.decodedHits += 1
-                return .decoded(value)
+                return (.decoded(value), [])
             case nil:
-                return .retry
+                return (.retry, [])
             }
+        }
+    }
+
+    /// Returns once `count` callers have begun waiting for another caller's decode, since the
+    /// transport was made: for tests.
+    func waitForDecodeWaits(_ count: Int) async {
+        await withCheckedContinuation { continuation in
+            if !state.withLock({ $0.decodeWaits.watch(until: { $0 >= count }, continuation) }) { continuation.resume() }
         }
     }
 
