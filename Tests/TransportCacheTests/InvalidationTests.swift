@@ -85,11 +85,13 @@ struct InvalidationTests {
     func concurrentRefreshes() async throws {
         let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader)
-        let first = Task { try await transport.refresh(request(url)) }
+        let first = startCall { try await transport.refresh(request(url)) }
         await loader.waitForCalls(1)
         let later = startCalls(3) { try await transport.refresh(request(url)) }
-        #expect(transport.statistics.coalescedJoins == 3)
-        // They wait for the fetch after the one in flight, which was sent before they were made.
+        // They wait for the fetch after the one in flight, which was sent before they were made:
+        // the first of them starts it, the others join it.
+        #expect(transport.pendingWork.waiters == 4)
+        #expect(transport.statistics.coalescedJoins == 2)
         #expect(loader.callCount == 1)
         loader.release(1)
         #expect(try await first.value.0.text.hasSuffix("call=1"))
@@ -98,6 +100,7 @@ struct InvalidationTests {
         for refresh in later { #expect(try await refresh.value.0.text.hasSuffix("call=2")) }
         #expect(try await transport.data(for: request(url)).0.text.hasSuffix("call=2"))
         #expect(loader.callCount == 2)
+        #expect(transport.statistics.networkFetches == 2)
     }
 
     @Test("a refresh cancelled while it waits for the next fetch leaves at once; the others still share it")
@@ -105,11 +108,11 @@ struct InvalidationTests {
     func cancelledWaitingRefresh() async throws {
         let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader)
-        let first = Task { try await transport.refresh(request(url)) }
+        let first = startCall { try await transport.refresh(request(url)) }
         await loader.waitForCalls(1)
         let cancelled = startCall { try await transport.refresh(request(url)) }
         let kept = startCall { try await transport.refresh(request(url)) }
-        #expect(transport.statistics.coalescedJoins == 2)
+        #expect(transport.pendingWork.waiters == 3)
         cancelled.cancel()
         await #expect(throws: CancellationError.self) { try await cancelled.value }
         loader.release(1)
@@ -126,16 +129,38 @@ struct InvalidationTests {
     func abandonedRefreshSendsTheNext() async throws {
         let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader)
-        let first = Task { try await transport.refresh(request(url)) }
+        let first = startCall { try await transport.refresh(request(url)) }
         await loader.waitForCalls(1)
         let waiting = startCall { try await transport.refresh(request(url)) }
-        #expect(transport.statistics.coalescedJoins == 1)
+        #expect(transport.pendingWork.waiters == 2)
         first.cancel()
         await #expect(throws: CancellationError.self) { try await first.value }
         await loader.waitForCalls(2)
         loader.openGate()
         #expect(try await waiting.value.0.text.hasSuffix("call=2"))
         #expect(transport.pendingWork == (0, 0, 0))
+    }
+
+    @Test("a refresh made after an invalidation joins the refreshes already waiting for the next fetch")
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
+    func invalidationWhileRefreshesWait() async throws {
+        let loader = echoOrigin(gated: true)
+        let transport = makeTransport(loader: loader)
+        let first = startCall { try await transport.refresh(request(url)) }
+        await loader.waitForCalls(1)
+        let waiting = startCall { try await transport.refresh(request(url)) }
+        transport.invalidate(request(url))
+        let afterwards = startCall { try await transport.refresh(request(url)) }
+        #expect(transport.statistics.coalescedJoins == 1)
+        loader.release(1)
+        #expect(try await first.value.0.text.hasSuffix("call=1"))
+        await loader.waitForCalls(2)
+        loader.openGate()
+        #expect(try await waiting.value.0.text.hasSuffix("call=2"))
+        #expect(try await afterwards.value.0.text.hasSuffix("call=2"))
+        // Sent after the invalidation, the next fetch stored its answer.
+        #expect(try await transport.data(for: request(url)).0.text.hasSuffix("call=2"))
+        #expect(loader.callCount == 2)
     }
 
     @Test("a refresh does not join an ordinary fetch already in flight; it fetches after it was asked")

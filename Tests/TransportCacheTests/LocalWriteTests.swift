@@ -276,6 +276,115 @@ struct LocalWriteTests {
         _ = try await transport.data(for: list)
         #expect(origin.callCount == 2)
     }
+    /// Loads `list` through a gated origin, releasing its call `call`.
+    func load(_ transport: CachedTransport, releasing call: Int, of origin: ScriptedOrigin) async throws -> String {
+        let task = Task { try await transport.data(for: list) }
+        await origin.waitForCalls(call)
+        origin.release(call)
+        return try await task.value.0.text
+    }
+
+    @Test("a refresh in flight when an update fails stores its newer answer after the rollback")
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
+    func refreshOutlivesAFailedUpdate() async throws {
+        let body = Locked("[\"a\"]")
+        let origin = Self.listOrigin(body, gated: true)
+        let transport = makeTransport(loader: origin)
+        #expect(try await load(transport, releasing: 1, of: origin) == "[\"a\"]")
+        body.withLock { $0 = "[\"b\"]" }
+        let refresh = startCall { try await transport.response(for: list) }
+        let refreshing = startCall { try await transport.refresh(list) }
+        _ = refresh
+        await origin.waitForCalls(2)
+        await #expect(throws: Failed.self) {
+            try await transport.optimisticUpdate(
+                [try ProvisionalAnswer(for: list, value: ["provisional"])], write: { throw Failed() })
+        }
+        #expect(try await transport.data(for: list).0.text == "[\"a\"]")
+        origin.release(2)
+        #expect(try await refreshing.value.1.cacheOutcome?.storage == .stored(changedBytes: true))
+        #expect(try await transport.data(for: list).0.text == "[\"b\"]")
+    }
+
+    @Test("a fetch sent during an update that settles with the origin's answer does not overwrite it")
+    @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
+    func confirmedAnswerOutranksAFetchSentDuringTheUpdate() async throws {
+        let body = Locked("[\"a\"]")
+        let origin = Self.listOrigin(body, gated: true)
+        let transport = makeTransport(loader: origin)
+        #expect(try await load(transport, releasing: 1, of: origin) == "[\"a\"]")
+        let list = self.list
+        let refreshing = Locked<Task<(Data, URLResponse), any Error>?>(nil)
+        try await transport.optimisticUpdate(
+            [try ProvisionalAnswer(for: list, value: ["provisional"])],
+            write: {
+                refreshing.withLock { $0 = startCall { try await transport.refresh(list) } }
+                await origin.waitForCalls(2)
+            },
+            confirmed: { [try ProvisionalAnswer(for: list, value: ["confirmed"])] })
+        #expect(try await transport.data(for: list).0.text == "[\"confirmed\"]")
+        origin.release(2)
+        let refreshed = try await #require(refreshing.withLock { $0 }).value
+        #expect(refreshed.1.cacheOutcome?.storage == .notStored(.supersededInFlight))
+        #expect(try await transport.data(for: list).0.text == "[\"confirmed\"]")
+    }
+
+    @Test("an update whose key was invalidated, and whose refetch fails, leaves nothing provisional behind")
+    func invalidatedThenFailedRefetchShowsNothing() async throws {
+        let offline = Locked(false)
+        let origin = ScriptedOrigin { _, _ in
+            offline.withLock { $0 } ? .failure(.notConnectedToInternet) : .init(text: "[\"a\"]")
+        }
+        let transport = makeTransport(loader: origin)
+        _ = try await transport.data(for: list)
+        let list = self.list
+        try await transport.optimisticUpdate(
+            [try ProvisionalAnswer(for: list, value: ["provisional"])],
+            write: {
+                transport.invalidate(list)
+                offline.withLock { $0 = true }
+            })
+        await #expect(throws: URLError.self) {
+            try await transport.data(for: URLRequest(url: url, cachePolicy: .returnCacheDataDontLoad))
+        }
+        #expect(transport.statistics.entries == 0)
+    }
+
+    @Test("a fetch of another variant in flight during an update is stored as its own variant, not under the update")
+    func otherVariantUnderAnUpdate() async throws {
+        let origin = ScriptedOrigin(gated: true) { request, _ in
+            let language = request.value(forHTTPHeaderField: "X-Variant") ?? "none"
+            return .init(headers: ["Vary": "X-Variant"], text: "origin \(language)")
+        }
+        let transport = makeTransport(loader: origin)
+        let english = request(url.absoluteString, headers: ["X-Variant": "en"])
+        let french = request(url.absoluteString, headers: ["X-Variant": "fr"])
+        let englishLoad = Task { try await transport.data(for: english) }
+        await origin.waitForCalls(1)
+        origin.release(1)
+        #expect(try await englishLoad.value.0.text == "origin en")
+        let frenchLoad = Task { try await transport.data(for: french) }
+        await origin.waitForCalls(2)
+        await #expect(throws: Failed.self) {
+            try await transport.optimisticUpdate(
+                [
+                    ProvisionalAnswer(
+                        for: english, data: Data("provisional".utf8),
+                        response: HTTPURLResponse(
+                            url: url, statusCode: 200, httpVersion: nil, headerFields: ["Vary": "X-Variant"]))
+                ],
+                write: {
+                    origin.release(2)
+                    _ = try await frenchLoad.value
+                    throw Failed()
+                })
+        }
+        origin.openGate()
+        // Both variants answer from memory: the rollback put back the English one.
+        #expect(try await transport.data(for: english).0.text == "origin en")
+        #expect(try await transport.data(for: french).0.text == "origin fr")
+        #expect(origin.callCount == 2)
+    }
 }
 
 /// Holds a task's write until it is told to fail it.

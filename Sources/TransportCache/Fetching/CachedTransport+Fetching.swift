@@ -36,19 +36,17 @@ extension CachedTransport {
 
     /// Starts `plan`, a background revalidation (see ``RequestPlanner/backgroundRevalidation(of:for:)``),
     /// with no caller waiting: it joins a fetch of the key in flight by the rule every plan follows,
-    /// so then it sends nothing. An entry under a pending optimistic update is revalidated so once:
-    /// its answer goes under the update and leaves the visible entry as stale as it was.
+    /// and then sends nothing. An entry under a pending optimistic update is revalidated once at
+    /// most: the answer goes under the update and leaves the visible entry as stale as it was.
     nonisolated func revalidateInBackground(_ plan: FetchPlan) {
-        let arrival = inFlight.withLock { machine -> Arrival in
-            guard committer.optimistic.withLock({ $0.claimBackgroundRevalidation(of: plan.key) }) else {
-                return .joined([])
-            }
+        let arrival = inFlight.withLock { machine -> Arrival? in
+            guard committer.optimistic.withLock({ $0.claimBackgroundRevalidation(of: plan.key) }) else { return nil }
             return arrive(plan, waiter: nil, in: &machine)
         }
         switch arrival {
         case .launch(let launch): self.launch(launch)
         case .joined(let watchers): for watcher in watchers { watcher.resume() }
-        case .answered, .cancelled: break
+        case .answered, .cancelled, nil: break
         }
     }
 
@@ -136,7 +134,7 @@ extension CachedTransport {
         var next: Launch?
         let action = inFlight.withLock { machine in
             let action = machine.leave(waiter, requestTime: planner.policy.clock.date)
-            if case .resumeAndCancel(_, let queued?) = action { next = launchable(queued) }
+            if case .resumeAndCancel(_, let queued?) = action { next = launchQueued(queued) }
             return action
         }
         switch action {

@@ -34,13 +34,14 @@ final class Fetch: @unchecked Sendable {
     /// The stored entry this fetch asked the origin to confirm (`If-None-Match` /
     /// `If-Modified-Since`), when it was sent conditionally.
     var revalidating: StoredResponse?
-    /// Set when the key is invalidated or a newer fetch of it starts while this one is in
-    /// flight: its answer still reaches its callers but is not written into the store.
+    /// Set while it is in flight when the key is invalidated, the app writes an answer for it, a
+    /// newer fetch of it starts, or an optimistic update ends on a newer answer: its answer still
+    /// reaches its callers but is not written into the store.
     var supersededBecause: CacheOutcome.NotStoredReason?
-    /// Set when an optimistic update of the key began while this one was in flight: its answer
-    /// goes under the update (what it rolls back to), never over the provisional answer, and is
-    /// not stored once the update has settled.
-    var yieldsToUpdate = false
+    /// Set when an optimistic update of the key began while this one was in flight: while updates
+    /// are pending, its answer goes under them (what they roll back to), never over the
+    /// provisional answer (see ``OptimisticLayers``).
+    var goesUnderUpdate = false
     /// The fetch that the refreshes arriving while this one (a refresh's) is in flight wait for:
     /// sent when this one ends.
     var next: Fetch?

@@ -6,7 +6,7 @@ import FoundationNetworking
 /// What a fetch's completion leaves to do once the in-flight lock is released.
 ///
 /// The completion is a step: under the lock it reads the answer, changes the store and the
-/// fetches in flight, and returns one of these; ``CachedTransport/perform(_:of:)`` then does it.
+/// fetches in flight, and returns one of these, which ``CachedTransport/carryOut(_:of:)`` then does.
 /// A new way for a fetch to end (for example: refresh a credential, then send again) is one more
 /// case here and one more step in ``CachedTransport/completionStep(of:with:duration:in:)``.
 enum CompletionAction {
@@ -30,7 +30,7 @@ enum FetchedAnswer {
     case fetched(Data, URLResponse)
     /// A `304` that confirmed the stored entry: its body, the merged response, and what became of
     /// the entry.
-    case confirmed(Data, URLResponse, CacheOutcome.Storage)
+    case notModified(Data, URLResponse, CacheOutcome.Storage)
 }
 
 extension CachedTransport {
@@ -43,13 +43,13 @@ extension CachedTransport {
         let action = inFlight.withLock { machine in
             completionStep(of: fetchID, with: result, duration: duration, in: &machine)
         }
-        perform(action, of: interval.url)
+        carryOut(action, of: interval.url)
     }
 
     /// Carries out a completion's action, with no lock held. Changes are published before any
     /// caller is resumed: a caller that subscribes once its answer is in hears only later changes,
     /// never the one this answer made.
-    private nonisolated func perform(_ action: CompletionAction, of url: URL) {
+    private nonisolated func carryOut(_ action: CompletionAction, of url: URL) {
         switch action {
         case .none:
             break
@@ -77,13 +77,14 @@ extension CachedTransport {
             fetch.load = waitThenRetry(fetchID, after: delay)
             return .retrying(attempt: fetch.attempt, delay: delay)
         }
-        guard let taken = takeNotModified(result, for: fetch) else {
+        guard let fetched = takeNotModified(result, for: fetch) else {
+            fetch.requestTime = planner.policy.clock.date
             return .resend(Launch(id: fetchID, request: fetch.request, reason: fetch.reason, isConditional: false))
         }
         guard let completed = machine.complete(fetchID, requestTime: planner.policy.clock.date) else { return .none }
         var callers = CallerAnswers(completed.waiters, of: fetch, duration: duration)
         var launches: [Launch]
-        switch taken {
+        switch fetched {
         case .failed(let error):
             answerFailure(error, of: fetch, to: &callers)
             launches = []
@@ -93,12 +94,13 @@ extension CachedTransport {
             if fetch.isBackground, case .notStored(let reason) = storage, reason.refusesAnswer {
                 store.record { $0.failedBackgroundRevalidations += 1 }
             }
-            launches = answer(data, response, storage, revalidated: false, of: fetch, to: &callers, in: &machine)
-        case .confirmed(let data, let response, let storage):
-            launches = answer(data, response, storage, revalidated: true, of: fetch, to: &callers, in: &machine)
+            launches = answerCallers(
+                data, response, storage, revalidated: false, of: fetch, to: &callers, in: &machine)
+        case .notModified(let data, let response, let storage):
+            launches = answerCallers(data, response, storage, revalidated: true, of: fetch, to: &callers, in: &machine)
         }
         // Made once the answer is stored: the refreshes' fetch is conditional on what it stored.
-        if let next = completed.next { launches.append(launchable(next)) }
+        if let next = completed.next { launches.append(launchQueued(next)) }
         return .answer(callers, then: launches)
     }
 
@@ -120,7 +122,7 @@ extension CachedTransport {
         else { return .fetched(data, fetched) }
         fetch.revalidating = nil
         if let confirmed = committer.commitNotModified(notModified, confirming: validated, for: fetch) {
-            return .confirmed(confirmed.data, confirmed.response, confirmed.storage)
+            return .notModified(confirmed.data, confirmed.response, confirmed.storage)
         }
         // Without callers (a background revalidation of an entry dropped meanwhile) the 304 is
         // taken as it is: not stored, and counted as a failed revalidation.
@@ -151,7 +153,7 @@ extension CachedTransport {
     /// Answers each caller whose request the answer's `Vary` serves with `data` and `response`;
     /// the others are detached into fetches of their own, one for each set of values.
     /// - Returns: those fetches, to launch.
-    private nonisolated func answer(
+    private nonisolated func answerCallers(
         _ data: Data, _ response: URLResponse, _ storage: CacheOutcome.Storage, revalidated: Bool, of fetch: Fetch,
         to callers: inout CallerAnswers, in machine: inout FetchStateMachine
     ) -> [Launch] {
@@ -185,6 +187,13 @@ extension CachedTransport {
             store.record { $0.networkFetches += 1 }
             return launchable(machine.restart(group, from: fetch, requestTime: planner.policy.clock.date))
         }
+    }
+
+    /// The launch of the refreshes' fetch that waited behind another (see ``FetchStateMachine``),
+    /// now sent, and counted as a network fetch. Call with the in-flight lock held.
+    nonisolated func launchQueued(_ next: (id: Int, fetch: Fetch)) -> Launch {
+        store.record { $0.networkFetches += 1 }
+        return launchable(next)
     }
 
     /// How long `fetch` waits before its next attempt after its current one ended with `result`,

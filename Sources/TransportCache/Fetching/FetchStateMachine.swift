@@ -18,6 +18,10 @@ struct FetchStateMachine: Sendable {
     private(set) var fetches: [Int: Fetch] = [:]
     /// The fetch a new request for a key may join: the newest.
     private(set) var joinable: [CacheKey: Int] = [:]
+    /// The refreshes' fetch waiting to be sent behind a refresh's fetch in flight, by key (see
+    /// ``Fetch/next``): refreshes arriving meanwhile join it, even when the fetch it waits behind
+    /// was detached by an invalidation or an update.
+    private var queuedRefreshes: [CacheKey: Int] = [:]
     /// Callers attached to a fetch (each knows which: ``Waiter/fetchID``).
     private(set) var waiterCount = 0
     /// Requests that joined a fetch in flight, for ``CacheStatistics/coalescedJoins``: counted
@@ -26,47 +30,46 @@ struct FetchStateMachine: Sendable {
     var coalescedJoins: Int { joins.value }
     private var lastIdentifier = 0
 
-    /// Attaches `waiter` to the fetch in flight for `key` when `sharing` lets it share that one,
-    /// or, for a refresh arriving while a refresh's fetch is in flight, to the fetch sent next.
+    /// Attaches `waiter` to the fetch in flight for `key` when `sharing` lets it share that one.
     /// A plan with no caller (a background revalidation) joins by the same rule, attaching nothing.
     /// - Returns: nil when it did not join; when it did, the tests watching ``coalescedJoins`` whose
     ///   number it reached, to resume once the lock is released (none while no test watches).
     mutating func join(_ waiter: Waiter?, key: CacheKey, sharing: FetchPlan.Sharing) -> WatchedCount.Watchers? {
-        guard let fetchID = joinable[key], let fetch = fetches[fetchID] else { return nil }
-        let joined: Fetch
-        switch sharing {
-        case .any:
-            joined = fetch
-        case .reloads:
-            guard fetch.isReload else { return nil }
-            joined = fetch
-        case .sentAfter:
-            // The refresh in flight was sent before this one was made: it waits for the next, which
-            // every refresh arriving meanwhile shares. Any other fetch is superseded by a new one.
-            guard fetch.reason == .refresh, let waiter else { return nil }
-            joined = fetch.next ?? queue(after: fetch, startedBy: waiter)
+        if sharing == .sentAfterCall { return waiter.flatMap { waitForNextRefresh($0, key: key) } }
+        guard let fetchID = joinable[key], let fetch = fetches[fetchID], sharing == .any || fetch.isReload else {
+            return nil
         }
         guard let waiter else { return [] }
-        attach(waiter, to: joined, id: joined.id)
+        attach(waiter, to: fetch, id: fetchID)
         return joins.count()
+    }
+
+    /// The refreshes' rule: a refresh shares no fetch sent before it was made. While a refresh's
+    /// fetch is in flight, it waits for the fetch sent when that one ends, which every refresh
+    /// arriving meanwhile shares (the first of them starts it). Otherwise it starts a fetch now.
+    /// - Returns: nil when it must start a fetch now; see ``join(_:key:sharing:)``.
+    private mutating func waitForNextRefresh(_ waiter: Waiter, key: CacheKey) -> WatchedCount.Watchers? {
+        if let nextID = queuedRefreshes[key], let next = fetches[nextID] {
+            attach(waiter, to: next, id: nextID)
+            return joins.count()
+        }
+        guard let fetchID = joinable[key], let fetch = fetches[fetchID], fetch.reason == .refresh else { return nil }
+        lastIdentifier += 1
+        let next = Fetch(
+            id: lastIdentifier, key: key, request: waiter.request, reason: .refresh, isReload: true,
+            requestTime: fetch.requestTime, starter: waiter)
+        next.queuedBehind = fetch.id
+        fetch.next = next
+        fetches[next.id] = next
+        queuedRefreshes[key] = next.id
+        attach(waiter, to: next, id: next.id)
+        return []
     }
 
     /// Registers `continuation` to be resumed once ``coalescedJoins`` reaches `count`.
     /// - Returns: false when it has already: resume it at once.
     mutating func watchJoins(reaching count: Int, _ continuation: CheckedContinuation<Void, Never>) -> Bool {
         joins.watch(until: { $0 >= count }, continuation)
-    }
-
-    /// A fetch that `fetch`'s key sends when `fetch` ends, for refreshes that must not share it.
-    private mutating func queue(after fetch: Fetch, startedBy waiter: Waiter) -> Fetch {
-        lastIdentifier += 1
-        let next = Fetch(
-            id: lastIdentifier, key: fetch.key, request: waiter.request, reason: .refresh, isReload: true,
-            requestTime: fetch.requestTime, starter: waiter)
-        next.queuedBehind = fetch.id
-        fetch.next = next
-        fetches[next.id] = next
-        return next
     }
 
     /// Starts a fetch of `request` for `key`, with `starter` as its first waiter or, for a
@@ -106,6 +109,7 @@ struct FetchStateMachine: Sendable {
         guard let next = fetch.next, fetches[next.id] != nil else { return nil }
         fetch.next = nil
         next.queuedBehind = nil
+        queuedRefreshes[next.key] = nil
         next.requestTime = requestTime
         // Numbered when sent: newer than whatever was written while it waited.
         lastIdentifier += 1
@@ -181,7 +185,10 @@ struct FetchStateMachine: Sendable {
         guard !fetch.hasWaiters, !fetch.isBackground else { return .resume }
         fetches[fetchID] = nil
         if joinable[fetch.key] == fetchID { joinable[fetch.key] = nil }
-        if let behind = fetch.queuedBehind { fetches[behind]?.next = nil }
+        if let behind = fetch.queuedBehind {
+            fetches[behind]?.next = nil
+            queuedRefreshes[fetch.key] = nil
+        }
         return .resumeAndCancel(fetch.load, next: sendNext(after: fetch, requestTime: requestTime))
     }
 
@@ -200,20 +207,26 @@ struct FetchStateMachine: Sendable {
     }
 
     /// An optimistic update of `keys` began: the fetches of them in flight put their answers under
-    /// it (see ``Fetch/yieldsToUpdate``) and are no longer joined.
+    /// it (see ``Fetch/goesUnderUpdate``) and are no longer joined.
     /// - Complexity: O(f) in the fetches in flight.
-    mutating func yield(_ keys: Set<CacheKey>) {
+    mutating func placeUnderUpdate(_ keys: Set<CacheKey>) {
         for fetch in fetches.values where fetch.queuedBehind == nil && keys.contains(fetch.key) {
-            fetch.yieldsToUpdate = true
+            fetch.goesUnderUpdate = true
         }
         for key in keys { joinable[key] = nil }
     }
 
-    /// The optimistic updates of `key` have settled: a fetch that yielded to them is older than
-    /// what they settled on, and no longer stores its answer.
-    mutating func updatesSettled(for key: CacheKey) {
-        for fetch in fetches.values where fetch.yieldsToUpdate && fetch.key == key && fetch.supersededBecause == nil {
-            fetch.supersededBecause = .supersededInFlight
+    /// The last optimistic update of `key` has ended on an answer as new as a fetch sent in
+    /// `order` (see ``OptimisticLayers``): the fetches of the key in flight sent before it store
+    /// nothing; those sent after store as usual.
+    /// - Complexity: O(f) in the fetches in flight.
+    mutating func updatesEnded(for key: CacheKey, on order: Int) {
+        for fetch in fetches.values where fetch.key == key && fetch.queuedBehind == nil {
+            if fetch.order <= order {
+                if fetch.supersededBecause == nil { fetch.supersededBecause = .supersededInFlight }
+            } else {
+                fetch.goesUnderUpdate = false
+            }
         }
     }
 

@@ -84,7 +84,7 @@ final class Committer: Sendable {
             return .notStored(unstorable ?? .variesOnEverything)
         }
         switch optimistic.withLock({ $0.offerBase(entry, for: fetch.key, order: fetch.order) }) {
-        case .noUpdatePending:
+        case .notUnderUpdate:
             break
         case .taken(let previous):
             // Optimistic updates of the key are pending: this answer is what they roll back to,
@@ -92,7 +92,7 @@ final class Committer: Sendable {
             // the key held underneath them.
             store.record { $0.stores += 1 }
             return .stored(changedBytes: previous?.data != entry.data)
-        case .older:
+        case .olderThanBase:
             return .notStored(.supersededInFlight)
         }
         switch store.write(entry, for: fetch.key) {
@@ -236,7 +236,7 @@ final class Committer: Sendable {
             if update == nil {
                 machine.detach(where: { keys.contains($0) }, because: .supersededInFlight)
             } else {
-                machine.yield(keys)
+                machine.placeUnderUpdate(keys)
             }
             for entry in answers {
                 if let update {
@@ -258,33 +258,47 @@ final class Committer: Sendable {
     }
 
     /// Ends optimistic update `update` of `keys`: with the origin's answers in `confirmed` (by
-    /// key), or taken out (failed, or refetched). What each key shows is written and announced
-    /// when it changes; a failed update's rollback writes nothing when the entry it showed is no
-    /// longer stored (evicted or invalidated meanwhile).
-    func endUpdate(_ update: Int, keys: [CacheKey], confirmed: [CacheKey: StoredResponse], failed: Bool) {
+    /// key), keeping the provisional answers in `kept` (their refetch brought nothing storable),
+    /// or taken out (failed, or refetched). What each key shows is written and announced when it
+    /// changes; a failed update's rollback writes nothing when the entry it showed is no longer
+    /// stored (evicted or invalidated meanwhile). Once a key has no update left, the fetches of it
+    /// in flight that are older than what it ended on store nothing.
+    func endUpdate(
+        _ update: Int, keys: [CacheKey], confirmed: [CacheKey: StoredResponse],
+        kept: [CacheKey: StoredResponse] = [:], failed: Bool
+    ) {
         inFlight.withLock { machine in
             for key in keys {
-                let ended = optimistic.withLock { layers in
-                    layers.end(update, for: key, confirmed: confirmed[key]).map { ($0, layers.isPending(key)) }
+                let ending = optimistic.withLock {
+                    $0.end(
+                        update, for: key, settled: confirmed[key] ?? kept[key], newestOrder: machine.newestFetchOrder)
                 }
-                guard let ((before, after), stillPending) = ended else {
-                    // Invalidated meanwhile: the origin's own answer is still worth storing.
+                guard let ending else {
+                    // Invalidated meanwhile: the origin's own answer is still worth storing, a
+                    // provisional one is not.
                     if let answer = confirmed[key] { show(answer, replacing: nil) }
                     continue
                 }
-                if !stillPending { machine.updatesSettled(for: key) }
-                guard before !== after else { continue }
-                let held = before.map { entry in store.state.withLock { $0.holds(entry, for: key) } } ?? false
-                if failed && !held { continue }
-                if let after {
-                    show(after, replacing: held ? before : nil)
-                } else if let before, held, store.remove(before, for: key), let url = URL(string: key.url) {
-                    reporter.invalidated([key])
-                    broadcaster.enqueue(.invalidated(urls: [url], endpoint: nil))
-                }
+                if let order = ending.endedOn { machine.updatesEnded(for: key, on: order) }
+                show(ending, of: key, rollingBack: failed)
             }
         }
         publishQueuedChanges()
+    }
+
+    /// Writes what `key` shows after an update ended, when it changed. Call with the in-flight
+    /// lock held.
+    private func show(_ ending: OptimisticLayers.Ending, of key: CacheKey, rollingBack: Bool) {
+        let (before, after) = (ending.before, ending.after)
+        guard before !== after else { return }
+        let held = before.map { entry in store.state.withLock { $0.holds(entry, for: key) } } ?? false
+        if rollingBack && !held { return }
+        if let after {
+            show(after, replacing: held ? before : nil)
+        } else if let before, held, store.remove(before, for: key), let url = URL(string: key.url) {
+            reporter.invalidated([key])
+            broadcaster.enqueue(.invalidated(urls: [url], endpoint: nil))
+        }
     }
 
     /// Makes `entry` the one its key shows, replacing `replacing` when given, and announces

@@ -81,10 +81,9 @@ final class FetchPlan: Sendable {
         /// `no-cache`, a refresh, a revalidation).
         case reloads
         /// Only one sent after it was made: it asked for what the origin holds now, and a fetch
-        /// sent before may bring an older answer. While a refresh's fetch is in flight it waits
-        /// for the next fetch, which every refresh arriving meanwhile shares; otherwise it starts
-        /// one at once.
-        case sentAfter
+        /// sent before may bring an older answer (see ``FetchStateMachine`` for how refreshes
+        /// share the next fetch).
+        case sentAfterCall
     }
 
     var sharing: Sharing {
@@ -94,7 +93,7 @@ final class FetchPlan: Sendable {
         case .noEntry, .expired, .invalidated, .evicted, .noMatchingVariant, .revalidation, .backgroundRevalidation:
             .any
         case .reloadPolicy, .requestRevalidates: .reloads
-        case .refresh: .sentAfter
+        case .refresh: .sentAfterCall
         }
     }
 

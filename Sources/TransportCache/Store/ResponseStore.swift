@@ -195,15 +195,18 @@ final class ResponseStore: Sendable {
         }
     }
 
-    /// Names `key` by each of `tags`; see ``TagIndex``. When the index is pruned, it keeps the
-    /// keys held and those `pending` returns (keys about to be stored: fetches in flight).
-    func tag(_ key: CacheKey, with tags: Set<String>, keeping pending: () -> Set<CacheKey>) {
+    /// Names `key` by each of `tags`; see ``TagIndex``.
+    /// - Returns: whether the index holds more keys than it keeps without pruning.
+    func tag(_ key: CacheKey, with tags: Set<String>) -> Bool {
+        // Room for every held key to carry a few tags before keys that left are forgotten.
+        state.withLock { $0.tags.tag(key, with: tags, limit: 4 * $0.entries.count + 1_024) }
+    }
+
+    /// Forgets the tagged keys that are neither held nor in `pending` (keys about to be stored:
+    /// fetches in flight, a request being tagged).
+    func pruneTags(keeping pending: Set<CacheKey>) {
         state.withLock { state in
-            // Room for every held key to carry a few tags before keys that left are forgotten.
-            if state.tags.tag(key, with: tags, limit: 4 * state.entries.count + 1_024) {
-                let pending = pending()
-                state.tags.prune { state.entries.peekValue(forKey: $0) != nil || pending.contains($0) }
-            }
+            state.tags.prune { state.entries.peekValue(forKey: $0) != nil || pending.contains($0) }
         }
     }
 

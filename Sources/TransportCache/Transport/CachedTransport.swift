@@ -217,8 +217,10 @@ public actor CachedTransport {
         Data, URLResponse
     ) {
         let plan = try planner.plan(request)
-        if !tags.isEmpty, let key = plan.storedKey {
-            inFlight.withLock { machine in store.tag(key, with: tags, keeping: { machine.keysInFlight.union([key]) }) }
+        if !tags.isEmpty, let key = plan.storedKey, store.tag(key, with: tags) {
+            // The fetches in flight are read first (the in-flight lock comes before the store's),
+            // and only when the index needs pruning: a tagged hit takes no other lock.
+            inFlight.withLock { machine in store.pruneTags(keeping: machine.keysInFlight.union([key])) }
         }
         return try await perform(plan, of: request)
     }
@@ -234,10 +236,10 @@ public actor CachedTransport {
     ///
     /// Its answer is never older than the call: a refresh never shares a fetch that began before
     /// it was called, whether a caller's or a background revalidation, and such a fetch, when it
-    /// ends after the refresh began, no longer stores its answer. Requests made after the refresh
-    /// began share its fetch. Refreshes made while a refresh's fetch is in flight wait for the next
-    /// fetch, sent when that one ends, and share it: any number of concurrent refreshes of one key
-    /// reach the origin at most twice. A refresh cancelled while it waits leaves at once.
+    /// ends after the refresh's own was sent, no longer stores its answer. Requests made after the
+    /// refresh began share its fetch. Refreshes made while a refresh's fetch is in flight wait for
+    /// the next fetch, sent when that one ends, and share it: any number of concurrent refreshes
+    /// of one key reach the origin at most twice. A refresh cancelled while it waits leaves at once.
     public nonisolated(nonsending) func refresh(_ request: URLRequest) async throws -> (Data, URLResponse) {
         try await perform(try planner.plan(request, refreshing: true), of: request)
     }

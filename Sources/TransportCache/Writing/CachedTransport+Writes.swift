@@ -115,18 +115,29 @@ extension CachedTransport {
         } catch {
             settlement.refusal = settlement.refusal ?? error
         }
+        var kept: [CacheKey: StoredResponse] = [:]
         for entry in entries where settlement.byKey[entry.key] == nil {
-            // Refetched while the provisional answer still shows: the origin's answer becomes what
-            // the update ends on. A key whose refetch brings nothing stored keeps the provisional one.
-            let refetched = try? await refresh(entry.request)
-            if case .stored = refetched?.1.cacheOutcome?.storage { continue }
-            settlement.byKey[entry.key] = entry
+            if await !refetch(entry) { kept[entry.key] = entry }
         }
-        committer.endUpdate(update, keys: keys, confirmed: settlement.byKey, failed: false)
+        committer.endUpdate(update, keys: keys, confirmed: settlement.byKey, kept: kept, failed: false)
         let others = settlement.entries.filter { !keys.contains($0.key) }
         if !others.isEmpty { committer.commitLocal(others) }
         if let refusal = settlement.refusal { throw refusal }
         return output
+    }
+
+    /// Refetches the key of `provisional` while it still shows, so that the origin's answer
+    /// becomes what its update ends on.
+    /// - Returns: whether the key moved on: the answer was stored, or left unstored because the key
+    ///   was invalidated or a newer answer came meanwhile. False when the refetch failed or its
+    ///   answer was refused: the provisional answer then stays.
+    private nonisolated(nonsending) func refetch(_ provisional: StoredResponse) async -> Bool {
+        guard let (_, response) = try? await refresh(provisional.request) else { return false }
+        switch response.cacheOutcome?.storage {
+        case .stored: return true
+        case .notStored(let reason): return !reason.refusesAnswer
+        case nil: return false
+        }
     }
 
     /// What an optimistic update settles on once its write has returned: the confirmed answers by
