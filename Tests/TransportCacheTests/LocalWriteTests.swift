@@ -292,9 +292,7 @@ struct LocalWriteTests {
         let transport = makeTransport(loader: origin)
         #expect(try await load(transport, releasing: 1, of: origin) == "[\"a\"]")
         body.withLock { $0 = "[\"b\"]" }
-        let refresh = startCall { try await transport.response(for: list) }
         let refreshing = startCall { try await transport.refresh(list) }
-        _ = refresh
         await origin.waitForCalls(2)
         await #expect(throws: Failed.self) {
             try await transport.optimisticUpdate(
