@@ -117,24 +117,32 @@ public final class ContinuationGate: @unchecked Sendable {
 /// One plain fetch with `session` and one miss through `transport`, in the order `plainFirst`
 /// says, each timed alone: a miss set beside a plain fetch that the same moment of a shared
 /// machine falls on.
+///
+/// Both calls are made from the caller's isolation (`isolation`, the caller's own by default):
+/// from the main actor, the transport's `nonisolated(nonsending)` `data(for:)` then runs there
+/// as it would for an app's view model, and URLSession's `data(for:)` hops off it and back.
+/// From a detached task both run on the global executor.
 public func timedMissPair(
     session: URLSession,
     plain: URLRequest,
     transport: CachedTransport,
     miss: URLRequest,
-    plainFirst: Bool
+    plainFirst: Bool,
+    isolation: isolated (any Actor)? = #isolation
 ) async throws -> (plain: Duration, miss: Duration) {
+    // No nested async functions: a nonisolated one would leave the caller's isolation.
     let clock = ContinuousClock()
-    func fetch() async throws -> Duration {
-        try await clock.measure { _ = try await session.data(for: plain) }
+    var plainTime = Duration.zero
+    var missTime = Duration.zero
+    for plainTurn in plainFirst ? [true, false] : [false, true] {
+        let start = clock.now
+        if plainTurn {
+            _ = try await session.data(for: plain)
+            plainTime = clock.now - start
+        } else {
+            _ = try await transport.data(for: miss)
+            missTime = clock.now - start
+        }
     }
-    func load() async throws -> Duration {
-        try await clock.measure { _ = try await transport.data(for: miss) }
-    }
-    if plainFirst {
-        let plainTime = try await fetch()
-        return (plainTime, try await load())
-    }
-    let missTime = try await load()
-    return (try await fetch(), missTime)
+    return (plainTime, missTime)
 }

@@ -176,7 +176,7 @@ func run() async throws {
             let times = try await timedMissPair(
                 session: session, plain: URLRequest(url: origin.url("/miss?run=plain-\(index)")),
                 transport: transport, miss: URLRequest(url: origin.url("/miss?run=cached-\(index)")),
-                plainFirst: plainFirst)
+                plainFirst: plainFirst, isolation: nil)
             plain.append(times.plain)
             cached.append(times.miss)
             added.append(times.miss - times.plain)
