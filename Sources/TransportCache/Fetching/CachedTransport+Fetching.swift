@@ -6,9 +6,16 @@ import FoundationNetworking
 extension CachedTransport {
     /// Performs a ``FetchPlan``: joins the fetch in flight for its key when it may, takes an answer
     /// stored meanwhile, or starts a fetch. Runs on the caller's executor; it never hops onto the
-    /// actor.
+    /// actor. A fetch it starts is sent from there only when that executor is the global one: a
+    /// caller on an actor (the main actor, for an app's view model) hands the sending to another
+    /// task, as URLSession's own `data(for:)` leaves the caller's actor, and the answer still
+    /// resumes the caller on its actor with no hop between.
     nonisolated(nonsending) func fetch(_ plan: FetchPlan) async throws -> (Data, URLResponse) {
         let waiter = Waiter(request: plan.request, reason: plan.reason)
+        // Read into a constant first: `#isolation != nil` as one expression crashes Swift 6.3.1's
+        // debug code generation here.
+        let callerIsolation = #isolation
+        let callerHasActor = callerIsolation != nil
         return try await withTaskCancellationHandler {
             // Unsafe rather than checked: the checked kind allocates a guard object per caller, and
             // each waiter is resumed exactly once by construction (see `Waiter.continuation`).
@@ -26,7 +33,8 @@ extension CachedTransport {
                 case .joined(let watchers): for watcher in watchers { watcher.resume() }
                 case .answered(let stored): continuation.resume(returning: (stored.data, stored.response))
                 case .cancelled: continuation.resume(throwing: CancellationError())
-                case .launch(let launch): self.launch(launch)
+                case .launch(let launch):
+                    if callerHasActor { launchOffCaller(launch) } else { self.launch(launch) }
                 }
             }
         } onCancel: {
@@ -127,6 +135,17 @@ extension CachedTransport {
         let action = inFlight.withLock { $0.loadStarted(load, for: fetchID) }
         // Every caller left before the load was recorded (or it has completed: then this does nothing).
         if case .cancel = action { load.cancel() }
+    }
+
+    /// Sends a fetch's request from a task of its own, off the caller's actor: creating and
+    /// resuming the data task is tens of microseconds of Foundation's work (more through the header
+    /// override), which would otherwise run on that actor, the main thread for a view model. A
+    /// fetch every caller left before the task ran is not sent.
+    private nonisolated func launchOffCaller(_ launch: Launch) {
+        Task.detached(priority: Task.currentPriority) {
+            guard self.inFlight.withLock({ $0.fetches[launch.id] != nil }) else { return }
+            self.launch(launch)
+        }
     }
 
     /// Releases a cancelled caller at once; cancels the fetch when it was the last one waiting.
