@@ -66,6 +66,27 @@ struct CoalescingTests {
         #expect(loader.callCount == 2)
     }
 
+    @Test("callers on the main actor share one fetch, sent from a task of its own, and are answered there")
+    @MainActor
+    func mainActorCallersShareOneFetch() async throws {
+        let loader = echoOrigin(gated: true)
+        let transport = makeTransport(loader: loader)
+        let tasks = (0..<20).map { _ in
+            Task { @MainActor in
+                let answer = try await transport.data(for: request(url))
+                MainActor.assertIsolated()
+                return answer
+            }
+        }
+        await loader.waitForCalls(1)
+        loader.openGate()
+        var bodies = Set<Data>()
+        for task in tasks { bodies.insert(try await task.value.0) }
+        #expect(bodies.count == 1)
+        #expect(loader.callCount == 1)
+        #expect(transport.pendingWork == (0, 0, 0))
+    }
+
     @Test("different Cookie values never share an entry")
     func cookieSplitsEntries() async throws {
         let loader = echoOrigin()
