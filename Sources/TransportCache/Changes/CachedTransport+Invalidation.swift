@@ -12,16 +12,21 @@ extension CachedTransport {
     public nonisolated func invalidate(_ request: URLRequest) {
         guard let key = planner.storedKey(of: request) else { return }
         let url = URL(string: key.url) ?? request.url
-        committer.drop(
-            where: { $0 == key }, announcing: { _ in .invalidated(urls: url.map { [$0] } ?? [], endpoint: nil) })
+        committer.drop(.keys([key]), announcing: { _ in .invalidated(urls: url.map { [$0] } ?? [], endpoint: nil) })
     }
 
     /// Drops every stored entry whose URL belongs to `endpoint`, for every method and identity,
     /// and announces the URLs dropped. Runs on the caller's thread, without waiting for the actor.
-    /// - Complexity: O(n) in the number of stored entries.
+    ///
+    /// The transport keeps its keys by host and path, so an exact URL, a host or a path prefix
+    /// finds its entries without looking at the others. A hit on another task waits at most for
+    /// a batch of removals, never for the whole invalidation.
+    /// - Complexity: O(k) in the entries dropped for an exact URL, a host or a path prefix (plus
+    ///   O(h) in the hosts held for a prefix on every host); O(n) in the stored entries for a
+    ///   predicate, asked without holding the lock a hit takes.
     public nonisolated func invalidate(_ endpoint: Endpoint) {
         committer.drop(
-            where: { endpoint.matches(normalizedURL: $0.url) },
+            .endpoint(endpoint),
             announcing: { removed in .invalidated(urls: Committer.urls(of: removed.map(\.url)), endpoint: endpoint) })
     }
 
@@ -30,24 +35,26 @@ extension CachedTransport {
     /// still answers its callers but does not store. A tag that names nothing changes nothing and
     /// announces nothing. Runs on the caller's thread, without waiting for the actor.
     /// - Returns: how many entries were dropped.
+    /// - Complexity: O(k) in the entries the tag names, whatever else is stored.
     @discardableResult
     public nonisolated func invalidate(tag: String) -> Int {
-        let keys = store.keys(taggedWith: tag)
-        guard !keys.isEmpty else { return 0 }
-        var dropped = 0
         committer.drop(
-            where: { keys.contains($0) },
+            .tag(tag),
             announcing: { removed in
-                dropped = removed.count
-                return removed.isEmpty ? nil : .invalidated(urls: Committer.urls(of: removed.map(\.url)), endpoint: nil)
-            })
-        return dropped
+                removed.isEmpty ? nil : .invalidated(urls: Committer.urls(of: removed.map(\.url)), endpoint: nil)
+            }
+        ).count
     }
 
     /// Drops every stored entry, and announces ``CacheChange/cleared``. Runs on the caller's
     /// thread, without waiting for the actor.
+    ///
+    /// The entries are taken out at once and released after the transport's locks, on a
+    /// background queue when there are many, so neither the caller nor a hit on another task
+    /// waits for the memory to be freed.
+    /// - Complexity: O(f) in the fetches in flight, whatever is stored.
     public nonisolated func invalidateAll() {
-        committer.drop(where: { _ in true }, announcing: { _ in .cleared })
+        committer.dropAll()
     }
 
     /// Invalidation after a successful unsafe request (RFC 9111 section 4.4): its URL, and the URLs
@@ -67,7 +74,7 @@ extension CachedTransport {
             targets.insert(normalized)
         }
         committer.drop(
-            where: { targets.contains($0.url) }, sparingPendingUpdates: true,
+            .urls(targets), sparingPendingUpdates: true,
             announcing: { _ in .invalidated(urls: Committer.urls(of: targets), endpoint: nil) })
     }
 
@@ -94,7 +101,8 @@ extension CachedTransport {
     /// (a tab closed, the app sent to the background), call it yourself. It runs on the caller's
     /// thread without waiting for the actor.
     ///
-    /// - Complexity: O(n) in the number of stored entries.
+    /// - Complexity: O(n) in the number of stored entries, a batch at a time under the lock a hit
+    ///   takes; a critical trim takes the entries out at once.
     public nonisolated func trim(for pressure: MemoryPressure) {
         committer.trim(for: pressure)
     }

@@ -80,6 +80,27 @@ public struct Endpoint: Sendable, Hashable {
         }
     }
 
+    /// How an index finds the URLs of an endpoint.
+    enum Selection {
+        /// The normalised URL string.
+        case url(String)
+        /// A path prefix, on one host (lowercased) or on every host.
+        case pathPrefix(String, host: String?)
+        /// A lowercased host.
+        case host(String)
+        /// A predicate, asked about every URL.
+        case predicate
+    }
+
+    var selection: Selection {
+        switch kind {
+        case .url(let url): .url(url)
+        case .pathPrefix(let prefix, let host): .pathPrefix(prefix, host: host)
+        case .host(let host): .host(host)
+        case .predicate: .predicate
+        }
+    }
+
     /// The one URL this endpoint is, when it was made with ``url(_:)``.
     var exactURL: URL? {
         if case .url(let normalized) = kind { return URL(string: normalized) }

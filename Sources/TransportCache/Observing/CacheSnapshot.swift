@@ -90,37 +90,40 @@ extension CachedTransport {
     /// Every entry the transport holds now, most recently used first: URL, variant headers, age,
     /// freshness lifetime, validators, bytes, hits and decoded types. `print` it for a table.
     ///
-    /// Taken under the store's lock in one pass: O(n) in the entries, so for a debug screen, not
-    /// for every request.
+    /// O(n) in the entries, so for a debug screen, not for every request. The store is read a
+    /// batch of entries at a time, and the snapshot built outside its lock, so a hit on another
+    /// task never waits for the whole copy; no entry is stored or dropped while it is taken.
     public nonisolated func snapshot() -> CacheSnapshot {
         let now = planner.policy.clock.now
-        let entries = store.state.withLock { state in
-            var entries: [CacheSnapshot.Entry] = []
-            entries.reserveCapacity(state.entries.count)
-            state.entries.forEachEntry { key, variants in
-                guard let url = URL(string: key.url) else { return }
-                for stored in variants.all {
-                    let sinceStored = now - stored.storedAt
-                    var variantHeaders: [String: String] = [:]
-                    for field in stored.selector.fields { variantHeaders[field.name] = field.value ?? "" }
-                    entries.append(
-                        CacheSnapshot.Entry(
-                            url: url,
-                            method: key.method,
-                            variantHeaders: variantHeaders,
-                            age: stored.currentAge(at: now) ?? sinceStored,
-                            freshnessLifetime: stored.expiresAt.map {
-                                $0 - stored.storedAt + (stored.initialAge ?? .zero)
-                            },
-                            entityTag: stored.entityTag,
-                            lastModified: stored.lastModified,
-                            bytes: stored.data.count,
-                            hits: stored.hits,
-                            decodedTypes: stored.decoded.typeNames
-                        ))
-                }
+        let held = inFlight.withLock { _ in
+            store.copyHeld { key, variants in
+                (key, variants.all.map { (stored: $0, hits: $0.hits, decodedTypes: $0.decoded.typeNames) })
             }
-            return entries
+        }
+        var entries: [CacheSnapshot.Entry] = []
+        entries.reserveCapacity(held.count)
+        for (key, variants) in held {
+            guard let url = URL(string: key.url) else { continue }
+            for (stored, hits, decodedTypes) in variants {
+                let sinceStored = now - stored.storedAt
+                var variantHeaders: [String: String] = [:]
+                for field in stored.selector.fields { variantHeaders[field.name] = field.value ?? "" }
+                entries.append(
+                    CacheSnapshot.Entry(
+                        url: url,
+                        method: key.method,
+                        variantHeaders: variantHeaders,
+                        age: stored.currentAge(at: now) ?? sinceStored,
+                        freshnessLifetime: stored.expiresAt.map {
+                            $0 - stored.storedAt + (stored.initialAge ?? .zero)
+                        },
+                        entityTag: stored.entityTag,
+                        lastModified: stored.lastModified,
+                        bytes: stored.data.count,
+                        hits: hits,
+                        decodedTypes: decodedTypes
+                    ))
+            }
         }
         return CacheSnapshot(entries: entries)
     }

@@ -143,6 +143,9 @@ final class TransportEvents: Sendable {
         report(keys, as: .evicted)
     }
 
+    /// Whether anyone listens: a report that is costly to prepare asks first.
+    var isListening: Bool { !subscribers.current.isEmpty }
+
     func invalidated(_ keys: [CacheKey]) {
         guard !keys.isEmpty else { return }
         report(keys, as: .invalidated)

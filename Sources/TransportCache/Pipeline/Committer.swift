@@ -335,42 +335,86 @@ final class Committer: Sendable {
 
     // MARK: - Dropping entries
 
-    /// Drops every entry whose key satisfies `matches`, stops the fetches in flight for those keys
-    /// from storing their answers (their callers still get them) and from being joined, and
-    /// announces what `change` makes of the removed keys (nothing when it returns nil).
+    /// Drops every entry `selection` names, stops the fetches in flight for those keys from
+    /// storing their answers (their callers still get them) and from being joined, and announces
+    /// what `change` makes of the removed keys (nothing when it returns nil). The entries are found
+    /// through the store's indexes, and their answers released after every lock.
     /// - Parameter sparingPendingUpdates: leave the keys with optimistic updates pending as they
     ///   are (the invalidation a successful unsafe request makes, perhaps the update's own write:
     ///   the update settles those keys itself).
+    /// - Returns: the keys removed.
+    @discardableResult
     func drop(
-        where selects: (CacheKey) -> Bool, sparingPendingUpdates: Bool = false,
+        _ selection: ResponseStore.KeySelection, sparingPendingUpdates: Bool = false,
         announcing change: ([CacheKey]) -> CacheChange?
-    ) {
-        inFlight.withLock { machine in
+    ) -> [CacheKey] {
+        let (removed, released) = inFlight.withLock { machine -> ([CacheKey], Released) in
+            var selection = selection
+            if case .tag(let tag) = selection {
+                let keys = store.keys(taggedWith: tag)
+                guard !keys.isEmpty else { return ([], Released()) }
+                selection = .keys(keys)
+            }
             let spared = sparingPendingUpdates ? optimistic.withLock { $0.pendingKeys } : []
-            func matches(_ key: CacheKey) -> Bool { selects(key) && !spared.contains(key) }
+            func matches(_ key: CacheKey) -> Bool { selection.selects(key) && !spared.contains(key) }
             machine.detach(where: matches)
-            let removed = store.removeAll(where: matches)
+            let removal = store.removeKeys(selection, sparing: spared)
             // What an invalidation dropped, no rollback brings back.
             optimistic.withLock { $0.forget(where: matches) }
-            reporter.invalidated(removed)
-            if let change = change(removed) { broadcaster.enqueue(change) }
+            reporter.invalidated(removal.keys)
+            if let change = change(removal.keys) { broadcaster.enqueue(change) }
+            return (removal.keys, removal.released)
         }
+        released.release()
+        publishQueuedChanges()
+        return removed
+    }
+
+    /// Drops every entry, stops every fetch in flight from storing its answer and from being
+    /// joined, and announces ``CacheChange/cleared``. The entries are taken out at once and
+    /// released after every lock (on a background queue when there are many).
+    func dropAll() {
+        let released = inFlight.withLock { machine -> Released in
+            machine.detach(where: { _ in true })
+            let emptied = store.removeEverything(because: .invalidated)
+            optimistic.withLock { $0.forget(where: { _ in true }) }
+            if reporter.isListening {
+                var keys: [CacheKey] = []
+                emptied.forEachEntry { key, _ in keys.append(key) }
+                reporter.invalidated(keys)
+            }
+            broadcaster.enqueue(.cleared)
+            var released = Released()
+            released.append(emptied, count: emptied.count)
+            return released
+        }
+        released.release()
         publishQueuedChanges()
     }
 
     /// Gives memory back for `pressure` (see ``CachedTransport/trim(for:)``). Fetches in flight
     /// are not touched: a trim is about memory, not freshness.
     func trim(for pressure: MemoryPressure) {
-        inFlight.withLock { _ in
-            let removed = store.trim(for: pressure)
-            guard !removed.isEmpty else { return }
-            reporter.evicted(removed)
+        let released = inFlight.withLock { _ -> Released in
+            let removal = store.trim(for: pressure)
+            guard !removal.keys.isEmpty else { return removal.released }
+            reporter.evicted(removal.keys)
             switch pressure {
-            case .warning: broadcaster.enqueue(.invalidated(urls: Self.urls(of: removed.map(\.url)), endpoint: nil))
+            case .warning:
+                broadcaster.enqueue(.invalidated(urls: Self.urls(of: removal.keys.map(\.url)), endpoint: nil))
             case .critical: broadcaster.enqueue(.cleared)
             }
+            return removal.released
         }
+        released.release()
         publishQueuedChanges()
+    }
+
+    /// Every held variant whose key satisfies `matches`, most recently used first; the keys are
+    /// asked outside the lock a hit takes, and the store is read a batch at a time.
+    func heldEntries(where matches: (CacheKey) -> Bool) -> [StoredResponse] {
+        let held = inFlight.withLock { _ in store.copyHeld { key, variants in (key, variants.all) } }
+        return held.flatMap { matches($0.0) ? $0.1 : [] }
     }
 
     /// Delivers the queued changes to the subscribers. Call with no lock held.

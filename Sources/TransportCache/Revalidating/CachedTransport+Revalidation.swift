@@ -87,7 +87,7 @@ extension CachedTransport {
         let now = planner.policy.clock.now
         var summary = RevalidationSummary()
         var due: [StoredResponse] = []
-        for entry in store.entries(where: matches) {
+        for entry in committer.heldEntries(where: matches) {
             if now - entry.storedAt < interval {
                 summary.skipped += 1
             } else {

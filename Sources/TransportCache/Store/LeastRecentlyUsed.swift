@@ -10,13 +10,20 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         var cost: Int
         var older: Int
         var newer: Int
+        /// When the value was last made the most recently used: a larger stamp is more recent.
+        var lastUse: UInt64
     }
+
+    /// A key and its value, taken out.
+    typealias Removed = (key: Key, value: Value)
 
     private var index: [Key: Int] = [:]
     private var slots: [Slot] = []
     private var freeSlots: [Int] = []
     private var newest = -1
     private var oldest = -1
+    /// The stamp of the latest use.
+    private var uses: UInt64 = 0
 
     /// The byte budget; setting a smaller one evicts at once.
     private(set) var capacity: Int
@@ -46,10 +53,10 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
 
     /// Charges `key`'s value `amount` more (less when negative), marks it the most recently used,
     /// and evicts the least recently used other values until the budget holds.
-    /// - Returns: the keys of the values evicted, or nil when `key` has no value or its new cost
-    ///   alone would exceed the budget (then nothing changes).
+    /// - Returns: the values evicted, or nil when `key` has no value or its new cost alone would
+    ///   exceed the budget (then nothing changes).
     /// - Complexity: O(1) plus O(1) per evicted value.
-    mutating func addCost(_ amount: Int, forKey key: Key) -> [Key]? {
+    mutating func addCost(_ amount: Int, forKey key: Key) -> [Removed]? {
         guard let position = index[key], slots[position].cost + amount <= capacity else { return nil }
         slots[position].cost += amount
         totalCost += amount
@@ -66,20 +73,47 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         totalCost -= reduction
     }
 
-    /// Removes least recently used values until the total cost is at most `limit`.
-    /// - Returns: the removed keys, least recently used first.
+    /// Removes least recently used values until the total cost is at most `limit`, or `count`
+    /// of them are removed.
+    /// - Returns: the removed values, least recently used first.
     /// - Complexity: O(1) per removed value.
-    mutating func removeLeastRecentlyUsed(untilTotalCostIsAtMost limit: Int) -> [Key] {
-        var removed: [Key] = []
-        while totalCost > max(0, limit), oldest >= 0 {
+    mutating func removeLeastRecentlyUsed(untilTotalCostIsAtMost limit: Int, atMost count: Int = .max) -> [Removed] {
+        var removed: [Removed] = []
+        while totalCost > max(0, limit), oldest >= 0, removed.count < count {
             let position = oldest
             if let key = slots[position].key {
                 index.removeValue(forKey: key)
-                removed.append(key)
+                if let value = release(position) { removed.append((key, value)) }
+            } else {
+                release(position)
             }
-            release(position)
         }
         return removed
+    }
+
+    /// The number of slots, held or free: ``forEachEntry(inSlots:_:)`` visits them by position.
+    var slotCount: Int { slots.count }
+
+    /// Calls `body` with the key, value and last use of each value held in the slots at
+    /// `positions`. Slots keep their positions while nothing is stored or removed, whatever is
+    /// used meanwhile, so a walk over every position in turn visits each value once.
+    /// - Complexity: O(p) in the positions.
+    func forEachEntry(inSlots positions: Range<Int>, _ body: (Key, Value, UInt64) throws -> Void) rethrows {
+        for position in positions.clamped(to: slots.indices) {
+            if let key = slots[position].key, let value = slots[position].value {
+                try body(key, value, slots[position].lastUse)
+            }
+        }
+    }
+
+    /// Takes every value out, leaving an empty dictionary with the same budget.
+    /// - Returns: what it held.
+    /// - Complexity: O(1).
+    mutating func removeAll() -> LeastRecentlyUsed {
+        var emptied = LeastRecentlyUsed(capacity: capacity)
+        emptied.uses = uses
+        swap(&self, &emptied)
+        return emptied
     }
 
     /// Calls `body` with each key and value, from the most to the least recently used.
@@ -94,14 +128,14 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
 
     /// Stores `value`, replacing any value for `key`, then evicts least recently used values until
     /// the budget holds. A value whose cost alone exceeds the budget is not stored.
-    /// - Returns: the replaced value, and the keys of the other values evicted.
+    /// - Returns: the replaced value, and the other values evicted.
     /// - Complexity: amortised O(1) plus O(1) per evicted value.
     @discardableResult
-    mutating func setValue(_ value: Value, forKey key: Key, cost: Int) -> (replaced: Value?, evicted: [Key]) {
+    mutating func setValue(_ value: Value, forKey key: Key, cost: Int) -> (replaced: Value?, evicted: [Removed]) {
         let replaced = removeValue(forKey: key)
         guard cost <= capacity else { return (replaced, []) }
         let position: Int
-        let slot = Slot(key: key, value: value, cost: cost, older: -1, newer: -1)
+        let slot = Slot(key: key, value: value, cost: cost, older: -1, newer: -1, lastUse: 0)
         if let free = freeSlots.popLast() {
             position = free
             slots[position] = slot
@@ -123,29 +157,8 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         return release(position)
     }
 
-    /// Removes every value for which `predicate` is true.
-    /// - Returns: the removed keys.
-    /// - Complexity: O(n).
-    mutating func removeAll(where predicate: (Key, Value) throws -> Bool) rethrows -> [Key] {
-        var doomed: [Key] = []
-        for (key, position) in index {
-            if let value = slots[position].value, try predicate(key, value) { doomed.append(key) }
-        }
-        for key in doomed { removeValue(forKey: key) }
-        return doomed
-    }
-
-    private mutating func evictToBudget() -> [Key] {
-        var evicted: [Key] = []
-        while totalCost > capacity, oldest >= 0 {
-            let position = oldest
-            if let key = slots[position].key {
-                index.removeValue(forKey: key)
-                evicted.append(key)
-            }
-            release(position)
-        }
-        return evicted
+    private mutating func evictToBudget() -> [Removed] {
+        removeLeastRecentlyUsed(untilTotalCostIsAtMost: capacity)
     }
 
     @discardableResult
@@ -153,7 +166,7 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         unlink(position)
         let value = slots[position].value
         totalCost -= slots[position].cost
-        slots[position] = Slot(key: nil, value: nil, cost: 0, older: -1, newer: -1)
+        slots[position] = Slot(key: nil, value: nil, cost: 0, older: -1, newer: -1, lastUse: 0)
         freeSlots.append(position)
         return value
     }
@@ -165,6 +178,8 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
     }
 
     private mutating func linkAtFront(_ position: Int) {
+        uses &+= 1
+        slots[position].lastUse = uses
         slots[position].older = newest
         slots[position].newer = -1
         if newest >= 0 { slots[newest].newer = position }

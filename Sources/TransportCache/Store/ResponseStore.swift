@@ -3,6 +3,14 @@
 /// judges what it finds, and the ``Committer`` alone writes into it: answers, and the charge of
 /// a decoded value kept on its entry.
 ///
+/// Beside the entries it keeps the index of their keys by URL (``URLIndex``) and the keys each tag
+/// names (``TagIndex``), each under a lock of its own: the store's writers (the ``Committer``)
+/// hold the transport's in-flight lock, so the key set changes one writer at a time, and the
+/// indexes follow it without holding the lock every hit takes. Work that grows with what is
+/// stored (finding an endpoint's keys, freeing dropped answers) happens outside that lock, and
+/// work that must take it for many entries takes it a batch at a time
+/// (``ResponseStore/batchSize``).
+///
 /// It replaces `URLCache` wholesale, because on Linux that cache keys by host and path only,
 /// evicts first-in-first-out, crashes when one URL is stored twice before an eviction, and scans
 /// a disk folder on every miss. Nothing here is ever read from or written to disk.
@@ -12,8 +20,6 @@ final class ResponseStore: Sendable {
         var statistics = CacheStatistics()
         /// Why keys recently left.
         var departures = Departures()
-        /// The keys each tag names.
-        var tags = TagIndex()
         /// Callers that began waiting for another caller's decode, for tests to wait on.
         var decodeWaits = WatchedCount()
         /// Whether anyone listens to the transport's events: kept here, so that a hit reads it
@@ -32,6 +38,12 @@ final class ResponseStore: Sendable {
     }
 
     let state: Locked<State>
+    /// The keys held, by host and path. Changed only with the transport's in-flight lock held,
+    /// where the entries change, so that it holds the same keys whenever that lock is free.
+    let index = Locked(URLIndex())
+    /// The keys each tag names. Pruned, and read by ``CachedTransport/invalidate(tag:)``, with the
+    /// in-flight lock held; a request tags with this lock alone.
+    let tags = Locked(TagIndex())
     /// The most one key's variants together may be charged: a share of the capacity.
     let maximumEntryCost: Int
     /// How many variants one key keeps, at least one.
@@ -95,18 +107,6 @@ final class ResponseStore: Sendable {
         state.withLock { $0.entries.peekValue(forKey: key)?.selected(by: requestFields) }
     }
 
-    /// Every stored variant whose key satisfies `matches`, most recently used first.
-    /// - Complexity: O(n) in the stored entries.
-    func entries(where matches: (CacheKey) -> Bool) -> [StoredResponse] {
-        state.withLock { state in
-            var entries: [StoredResponse] = []
-            state.entries.forEachEntry { key, variants in
-                if matches(key) { entries.append(contentsOf: variants.all) }
-            }
-            return entries
-        }
-    }
-
     enum WriteResult: Equatable {
         /// Stored; `changedBytes` is false when the same body was already held for the variant.
         /// `evicted`: the other keys evicted to make room.
@@ -125,14 +125,19 @@ final class ResponseStore: Sendable {
     /// go first. Variants that select on other fields are dropped: the origin changed how it
     /// selects representations. An entry with the same bytes as the one it replaces keeps its
     /// decoded values.
+    /// Call with the in-flight lock held.
     func write(_ entry: StoredResponse, for key: CacheKey, replacing: StoredResponse? = nil) -> WriteResult {
-        state.withLock { state in
+        var released = Released()
+        var isNew = false
+        let result = state.withLock { state -> WriteResult in
             guard entry.cost <= maximumEntryCost else {
                 state.statistics.rejectedTooLarge += 1
                 state.departures.forget(key)
                 return .tooLarge
             }
-            let existing = state.entries.peekValue(forKey: key)?.all ?? []
+            let held = state.entries.peekValue(forKey: key)
+            isNew = held == nil
+            let existing = held?.all ?? []
             if let replacing, !existing.contains(where: { $0 === replacing }) { return .replacedEntryGone }
             let previous = replacing ?? existing.first { $0.selector == entry.selector }
             let names = entry.selector.names
@@ -156,63 +161,79 @@ final class ResponseStore: Sendable {
                     cost += variant.totalCost
                 }
             }
-            let (_, evicted) = state.entries.setValue(StoredVariants(variants), forKey: key, cost: cost)
+            let (replaced, evicted) = state.entries.setValue(StoredVariants(variants), forKey: key, cost: cost)
             state.statistics.evictions += evicted.count + dropped
             state.departures.forget(key)
-            for key in evicted { state.departures.record(key, .evicted) }
+            for (key, _) in evicted { state.departures.record(key, .evicted) }
             state.syncGauges()
-            return .stored(changedBytes: !sameBytes, evicted: evicted)
+            if let replaced { released.append(replaced) }
+            released.append(evicted, count: evicted.count)
+            return .stored(changedBytes: !sameBytes, evicted: evicted.map(\.key))
         }
+        if case .stored(_, let evicted) = result {
+            index.withLock { index in
+                if isNew { index.insert(key) }
+                index.remove(evicted)
+            }
+        }
+        released.release()
+        return result
     }
 
-    /// Removes the variant `entry` of `key`, keeping the others.
+    /// Removes the variant `entry` of `key`, keeping the others. Call with the in-flight lock held.
     /// - Returns: whether it was held.
     func remove(_ entry: StoredResponse, for key: CacheKey) -> Bool {
-        state.withLock { state in
+        var released = Released()
+        var keyLeft = false
+        let removed = state.withLock { state in
             guard let variants = state.entries.peekValue(forKey: key), variants.contains(entry) else { return false }
             let others = variants.all.filter { $0 !== entry }
             if others.isEmpty {
-                state.entries.removeValue(forKey: key)
+                keyLeft = true
+                state.entries.removeValue(forKey: key).map { released.append($0) }
             } else {
-                state.entries.setValue(
+                let (replaced, _) = state.entries.setValue(
                     StoredVariants(others), forKey: key, cost: others.reduce(0) { $0 + $1.totalCost })
+                replaced.map { released.append($0) }
             }
             state.syncGauges()
             return true
         }
-    }
-
-    /// Removes every key that satisfies `predicate`.
-    /// - Returns: the removed keys.
-    /// - Complexity: O(n) in the number of keys.
-    func removeAll(where predicate: (CacheKey) -> Bool) -> [CacheKey] {
-        state.withLock { state in
-            let removed = state.entries.removeAll { key, _ in predicate(key) }
-            state.statistics.invalidations += removed.count
-            for key in removed { state.departures.record(key, .invalidated) }
-            state.syncGauges()
-            return removed
-        }
+        if keyLeft { index.withLock { $0.remove([key]) } }
+        released.release()
+        return removed
     }
 
     /// Names `key` by each of `tags`; see ``TagIndex``.
     /// - Returns: whether the index holds more keys than it keeps without pruning.
     func tag(_ key: CacheKey, with tags: Set<String>) -> Bool {
+        let held = state.withLock { $0.entries.count }
         // Room for every held key to carry a few tags before keys that left are forgotten.
-        state.withLock { $0.tags.tag(key, with: tags, limit: 4 * $0.entries.count + 1_024) }
+        return self.tags.withLock { $0.tag(key, with: tags, limit: 4 * held + 1_024) }
     }
 
     /// Forgets the tagged keys that are neither held nor in `pending` (keys about to be stored:
-    /// fetches in flight, a request being tagged).
+    /// fetches in flight, a request being tagged). Call with the in-flight lock held.
     func pruneTags(keeping pending: Set<CacheKey>) {
-        state.withLock { state in
-            state.tags.prune { state.entries.peekValue(forKey: $0) != nil || pending.contains($0) }
+        self.tags.withLock { index in
+            let named = Array(index.keys)
+            // Asked a batch at a time, so that a hit never waits for the whole index.
+            var kept = Set<CacheKey>()
+            for start in stride(from: 0, to: named.count, by: Self.batchSize) {
+                state.withLock { state in
+                    for key in named[start..<min(start + Self.batchSize, named.count)]
+                    where state.entries.peekValue(forKey: key) != nil {
+                        kept.insert(key)
+                    }
+                }
+            }
+            index.prune { kept.contains($0) || pending.contains($0) }
         }
     }
 
-    /// The keys `tag` names, forgetting the tag.
+    /// The keys `tag` names, forgetting the tag. Call with the in-flight lock held.
     func keys(taggedWith tag: String) -> Set<CacheKey> {
-        state.withLock { $0.tags.take(tag) }
+        tags.withLock { $0.take(tag) }
     }
 
     /// Forgets why `key` left: a fetch of it completed without storing an answer, so a later

@@ -22,6 +22,12 @@ struct TagIndex: Sendable {
         return keys
     }
 
+    /// Every key some tag names.
+    /// - Complexity: O(t) in the keys named, each counted once per tag.
+    var keys: Set<CacheKey> {
+        keysByTag.values.reduce(into: Set()) { $0.formUnion($1) }
+    }
+
     /// Forgets every key for which `isHeld` is false.
     mutating func prune(keeping isHeld: (CacheKey) -> Bool) {
         count = 0

@@ -251,7 +251,9 @@ extension ResponseStore {
         with result: Result<AnyDecodedValue, any Error>,
         limit: Int
     ) -> (waiters: [CheckedContinuation<DecodeOutcome, Never>], evicted: [CacheKey]) {
-        state.withLock { state in
+        var released = Released()
+        let finished = state.withLock {
+            state -> (waiters: [CheckedContinuation<DecodeOutcome, Never>], evicted: [CacheKey]) in
             guard case .decoding(let waiters)? = entry.decoded[valueKey] else { return ([], []) }
             var evictedKeys: [CacheKey] = []
             entry.decoded[valueKey] = nil
@@ -266,13 +268,17 @@ extension ResponseStore {
                 {
                     entry.decoded = values
                     state.statistics.evictions += evicted.count
-                    for key in evicted { state.departures.record(key, .evicted) }
+                    for (key, _) in evicted { state.departures.record(key, .evicted) }
                     state.statistics.decodedEvictions += dropped.dropped
                     state.syncGauges()
-                    evictedKeys = evicted
+                    evictedKeys = evicted.map(\.key)
+                    released.append(evicted, count: evicted.count)
                 }
             }
             return (waiters, evictedKeys)
         }
+        index.withLock { $0.remove(finished.evicted) }
+        released.release()
+        return finished
     }
 }

@@ -1,0 +1,323 @@
+import Foundation
+
+/// The stored keys by host, then by path segment, so that an invalidation finds the keys of an
+/// ``Endpoint`` without looking at the others: an exact URL is a few hash lookups, a host or a
+/// path prefix one walk down to a node and then only the keys below it.
+///
+/// A tree of path segments rather than a sorted list of paths: ``Endpoint/pathPrefix(_:host:)``
+/// matches whole segments (`/items` takes `/items/7`, not `/itemsets`), and Swift compares strings
+/// by canonical equivalence, which a tree of segment dictionaries follows exactly, where a byte
+/// order would not. Hosts and paths are read from a key's URL as ``Endpoint`` reads them
+/// (`URL.host` lowercased, `URL.path`, percent escapes decoded), so that the tree holds under a
+/// prefix exactly the keys the endpoint matches.
+///
+/// Not thread-safe: ``ResponseStore`` keeps it under a lock of its own, which a hit never takes.
+struct URLIndex: Sendable {
+    /// Where a key sits in the index: its URL's host and path segments.
+    struct Location: Sendable {
+        let host: String?
+        let segments: [String]
+
+        /// The location of a normalised URL string; nil when Foundation cannot read it as a URL.
+        init?(normalizedURL: String) {
+            guard let url = URL(string: normalizedURL) else { return nil }
+            host = url.host?.lowercased()
+            segments = Self.segments(of: url.path.isEmpty ? "/" : url.path)
+        }
+
+        /// `path` split at every `/`, empty segments kept: `/a/b` is `["", "a", "b"]`.
+        static func segments(of path: String) -> [String] {
+            // A `/` in an ASCII string is always a character of its own, so the bytes split where
+            // the characters do, without the cost of finding character boundaries.
+            if path.utf8.allSatisfy({ $0 < 0x80 }) {
+                return path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+                    .map { String(Substring($0)) }
+            }
+            return path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        }
+    }
+
+    /// The keys at one path: most paths hold one key; paths that differ only in their query, method or
+    /// identity share a node, by URL, so that one URL among many is still a lookup.
+    private enum Keys: Sendable {
+        case one(CacheKey)
+        case byURL([String: [CacheKey]])
+
+        var count: Int {
+            switch self {
+            case .one: 1
+            case .byURL(let keys): keys.values.reduce(0) { $0 + $1.count }
+            }
+        }
+
+        func forEach(_ body: (CacheKey) -> Void) {
+            switch self {
+            case .one(let key): body(key)
+            case .byURL(let keys): for list in keys.values { list.forEach(body) }
+            }
+        }
+    }
+
+    private struct Node: Sendable {
+        var children: [String: Node] = [:]
+        var keys: Keys?
+
+        var isEmpty: Bool { keys == nil && children.isEmpty }
+
+        mutating func insert(_ key: CacheKey, at segments: ArraySlice<String>) -> Bool {
+            guard let first = segments.first else {
+                switch keys {
+                case nil:
+                    keys = .one(key)
+                case .one(let held):
+                    guard held != key else { return false }
+                    var byURL = [held.url: [held]]
+                    byURL[key.url, default: []].append(key)
+                    keys = .byURL(byURL)
+                case .byURL(var byURL):
+                    guard byURL[key.url]?.contains(key) != true else { return false }
+                    keys = nil
+                    byURL[key.url, default: []].append(key)
+                    keys = .byURL(byURL)
+                }
+                return true
+            }
+            return children[first, default: Node()].insert(key, at: segments.dropFirst())
+        }
+
+        /// Removes `key`, and the nodes left empty below this one.
+        mutating func remove(_ key: CacheKey, at segments: ArraySlice<String>) -> Bool {
+            guard let first = segments.first else {
+                switch keys {
+                case .one(let held) where held == key:
+                    keys = nil
+                    return true
+                case .byURL(var byURL):
+                    guard var list = byURL[key.url], let position = list.firstIndex(of: key) else { return false }
+                    keys = nil
+                    list.remove(at: position)
+                    byURL[key.url] = list.isEmpty ? nil : list
+                    keys = Self.keys(byURL)
+                    return true
+                default:
+                    return false
+                }
+            }
+            guard children[first] != nil else { return false }
+            let removed = children[first]!.remove(key, at: segments.dropFirst())
+            if children[first]!.isEmpty { children[first] = nil }
+            return removed
+        }
+
+        /// Removes the keys of `url` at the node `segments` lead to.
+        mutating func removeURL(_ url: String, at segments: ArraySlice<String>) -> [CacheKey] {
+            guard let first = segments.first else {
+                switch keys {
+                case .one(let held) where held.url == url:
+                    keys = nil
+                    return [held]
+                case .byURL(var byURL):
+                    keys = nil
+                    let removed = byURL.removeValue(forKey: url) ?? []
+                    keys = Self.keys(byURL)
+                    return removed
+                default:
+                    return []
+                }
+            }
+            guard children[first] != nil else { return [] }
+            let removed = children[first]!.removeURL(url, at: segments.dropFirst())
+            if children[first]!.isEmpty { children[first] = nil }
+            return removed
+        }
+
+        /// Takes out the node `segments` lead to with everything below it, or only what lies below
+        /// it when `keepingOwnKeys`.
+        mutating func take(_ segments: ArraySlice<String>, keepingOwnKeys: Bool) -> Node? {
+            guard let first = segments.first else {
+                var taken = Node()
+                swap(&taken.children, &children)
+                if !keepingOwnKeys { swap(&taken.keys, &keys) }
+                return taken.isEmpty ? nil : taken
+            }
+            guard children[first] != nil else { return nil }
+            let taken = children[first]!.take(segments.dropFirst(), keepingOwnKeys: keepingOwnKeys)
+            if children[first]!.isEmpty { children[first] = nil }
+            return taken
+        }
+
+        /// Removes every key below this node that satisfies `matches`.
+        mutating func removeAll(where matches: (CacheKey) -> Bool, into removed: inout [CacheKey]) {
+            switch keys {
+            case .one(let key) where matches(key):
+                keys = nil
+                removed.append(key)
+            case .byURL(var byURL):
+                keys = nil
+                for (url, list) in byURL {
+                    let kept = list.filter { key in
+                        guard matches(key) else { return true }
+                        removed.append(key)
+                        return false
+                    }
+                    byURL[url] = kept.isEmpty ? nil : kept
+                }
+                keys = Self.keys(byURL)
+            default:
+                break
+            }
+            for name in Array(children.keys) {
+                children[name]!.removeAll(where: matches, into: &removed)
+                if children[name]!.isEmpty { children[name] = nil }
+            }
+        }
+
+        func forEachKey(_ body: (CacheKey) -> Void) {
+            keys?.forEach(body)
+            for child in children.values { child.forEachKey(body) }
+        }
+
+        private static func keys(_ byURL: [String: [CacheKey]]) -> Keys? {
+            guard byURL.count <= 1, let only = byURL.first?.value else { return .byURL(byURL) }
+            return only.count == 1 ? .one(only[0]) : .byURL(byURL)
+        }
+    }
+
+    /// The tree of each host; `nil` holds URLs without a host.
+    private var hosts: [String?: Node] = [:]
+    /// Keys whose URL Foundation cannot read, by URL: only an exact URL reaches them, as only
+    /// ``Endpoint/url(_:)`` matches them.
+    private var unreadable: [String: [CacheKey]] = [:]
+    /// How many keys it holds.
+    private(set) var count = 0
+
+    /// Adds `key`, unless it is held already.
+    /// - Complexity: O(s) in the segments of its path, plus reading its URL.
+    mutating func insert(_ key: CacheKey) {
+        guard let location = Location(normalizedURL: key.url) else {
+            guard unreadable[key.url]?.contains(key) != true else { return }
+            unreadable[key.url, default: []].append(key)
+            count += 1
+            return
+        }
+        if hosts[location.host, default: Node()].insert(key, at: location.segments[...]) { count += 1 }
+    }
+
+    /// Removes each of `keys` that it holds.
+    /// - Complexity: O(k) in the keys, reading each one's URL; one pass over the whole index
+    ///   instead when they are a large share of it, which then costs less.
+    mutating func remove(_ keys: some Collection<CacheKey>) {
+        guard !keys.isEmpty else { return }
+        if keys.count > 64 && keys.count > count / 8 {
+            let doomed = Set(keys)
+            _ = removeAll(where: doomed.contains)
+            return
+        }
+        for key in keys { remove(key) }
+    }
+
+    private mutating func remove(_ key: CacheKey) {
+        guard let location = Location(normalizedURL: key.url) else {
+            guard var list = unreadable[key.url], let position = list.firstIndex(of: key) else { return }
+            list.remove(at: position)
+            unreadable[key.url] = list.isEmpty ? nil : list
+            count -= 1
+            return
+        }
+        guard hosts[location.host] != nil else { return }
+        if hosts[location.host]!.remove(key, at: location.segments[...]) { count -= 1 }
+        if hosts[location.host]!.isEmpty { hosts[location.host] = nil }
+    }
+
+    /// Removes the keys of the normalised URL `url`, every method and identity.
+    /// - Returns: the keys removed.
+    /// - Complexity: O(s) in the segments of its path, plus O(k) in the keys removed.
+    mutating func removeURL(_ url: String) -> [CacheKey] {
+        guard let location = Location(normalizedURL: url) else {
+            let removed = unreadable.removeValue(forKey: url) ?? []
+            count -= removed.count
+            return removed
+        }
+        guard hosts[location.host] != nil else { return [] }
+        let removed = hosts[location.host]!.removeURL(url, at: location.segments[...])
+        if hosts[location.host]!.isEmpty { hosts[location.host] = nil }
+        count -= removed.count
+        return removed
+    }
+
+    /// Removes the keys whose URL's path lies at or below `prefix`, segment by segment, as
+    /// ``Endpoint/pathPrefix(_:host:)`` matches them: on `host` when given, else on every host.
+    /// - Returns: the keys removed.
+    /// - Complexity: O(h × s) in the hosts searched and the prefix's segments, plus O(k) in the
+    ///   keys removed.
+    mutating func removePathPrefix(_ prefix: String, host: String?) -> [CacheKey] {
+        var segments = Location.segments(of: prefix)[...]
+        // `/items/` takes what lies below `/items`, not `/items` itself.
+        let keepingOwnKeys = prefix.hasSuffix("/")
+        if keepingOwnKeys { segments = segments.dropLast() }
+        let searched = host.map { [$0] } ?? Array(hosts.keys)
+        var removed: [CacheKey] = []
+        for host in searched where hosts[host] != nil {
+            let taken = hosts[host]!.take(segments, keepingOwnKeys: keepingOwnKeys)
+            if hosts[host]!.isEmpty { hosts[host] = nil }
+            taken?.forEachKey { removed.append($0) }
+        }
+        count -= removed.count
+        return removed
+    }
+
+    /// Removes every key on `host`.
+    /// - Returns: the keys removed.
+    /// - Complexity: O(k) in the keys removed.
+    mutating func removeHost(_ host: String) -> [CacheKey] {
+        var removed: [CacheKey] = []
+        hosts.removeValue(forKey: host)?.forEachKey { removed.append($0) }
+        count -= removed.count
+        return removed
+    }
+
+    /// Removes every key that satisfies `matches`.
+    /// - Returns: the keys removed.
+    /// - Complexity: O(n) in the keys held.
+    mutating func removeAll(where matches: (CacheKey) -> Bool) -> [CacheKey] {
+        var removed: [CacheKey] = []
+        for host in Array(hosts.keys) {
+            hosts[host]!.removeAll(where: matches, into: &removed)
+            if hosts[host]!.isEmpty { hosts[host] = nil }
+        }
+        for (url, list) in unreadable {
+            let kept = list.filter { key in
+                guard matches(key) else { return true }
+                removed.append(key)
+                return false
+            }
+            unreadable[url] = kept.isEmpty ? nil : kept
+        }
+        count -= removed.count
+        return removed
+    }
+
+    /// Removes the keys `endpoint` matches.
+    /// - Returns: the keys removed.
+    /// - Complexity: O(k) in the keys removed for an exact URL, a host or a path prefix (see
+    ///   ``removePathPrefix(_:host:)``); O(n) in the keys held for a predicate, which is asked
+    ///   about every one.
+    mutating func remove(_ endpoint: Endpoint) -> [CacheKey] {
+        switch endpoint.selection {
+        case .url(let url): removeURL(url)
+        case .pathPrefix(let prefix, let host): removePathPrefix(prefix, host: host)
+        case .host(let host): removeHost(host)
+        case .predicate: removeAll { endpoint.matches(normalizedURL: $0.url) }
+        }
+    }
+
+    /// Every key held, in no particular order.
+    /// - Complexity: O(n).
+    var keys: [CacheKey] {
+        var keys: [CacheKey] = []
+        keys.reserveCapacity(count)
+        for node in hosts.values { node.forEachKey { keys.append($0) } }
+        for list in unreadable.values { keys.append(contentsOf: list) }
+        return keys
+    }
+}
