@@ -1,0 +1,319 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+@testable import TransportCache
+import TransportCacheTesting
+
+@Suite("Invalidation by index, with hits never waiting")
+struct IndexedInvalidationTests {
+    /// A transport holding `urls`, written as the app's own answers.
+    private func transport(holding urls: [String]) throws -> CachedTransport {
+        let transport = makeTransport(loader: echoOrigin())
+        for url in urls { try transport.store(ProvisionalAnswer(for: request(url), data: Data(url.utf8))) }
+        return transport
+    }
+
+    /// Whether the index holds exactly the keys the store holds.
+    private func indexAgrees(_ transport: CachedTransport) -> Bool {
+        let indexed = Set(transport.store.index.withLock { $0.keys })
+        var held = Set<CacheKey>()
+        transport.store.state.withLock { state in state.entries.forEachEntry { key, _ in held.insert(key) } }
+        return indexed == held && transport.store.index.withLock { $0.count } == held.count
+    }
+
+    private static let paths = [
+        "/", "/items", "/items/", "/items/7", "/items//7", "/itemsets", "/items/7/parts", "/items%2F7",
+        "/caf%C3%A9", "/cafe%CC%81/menu", "/caf%C3%A9/menu", "/a/b/c/", "/a/b", "/a", "/A", "/%20x/y",
+        "/items/7?page=2", "/items?page=1", "/items/%2E%2E/x", "/ü/ö",
+    ]
+    private static let prefixes = [
+        "", "/", "/items", "/items/", "/items/7", "/item", "/café", "/cafe\u{301}", "/café/", "/a/b", "/a/b/",
+        "/A", "/ü", "/%20x", " x", "items", "/items//", "/items%2F7",
+    ]
+    private static let hosts = ["api.example.com", "other.example.com"]
+
+    @Test("a path prefix or a host takes from the index exactly the keys the endpoint matches")
+    func indexMatchesEndpoints() throws {
+        let urls = Self.hosts.flatMap { host in Self.paths.map { "https://\(host)\($0)" } }
+        let keys = urls.compactMap {
+            CacheKey(method: "GET", url: URL(string: $0)!, fields: nil, keyHeaders: .init(extra: []))
+        }
+        let endpoints =
+            Self.prefixes.flatMap { prefix in
+                [Endpoint.pathPrefix(prefix)] + Self.hosts.map { .pathPrefix(prefix, host: $0) }
+            }
+            + Self.hosts.map { Endpoint.host($0) } + [.host("API.example.com"), .host("none.example.com")]
+            + urls.map { Endpoint.url(URL(string: $0)!) }
+        for endpoint in endpoints {
+            var index = URLIndex()
+            for key in keys { index.insert(key) }
+            let expected = Set(keys.filter { endpoint.matches(normalizedURL: $0.url) })
+            let removed = index.remove(endpoint)
+            #expect(Set(removed) == expected, "\(endpoint)")
+            #expect(removed.count == expected.count)
+            #expect(index.count == keys.count - expected.count)
+            #expect(Set(index.keys) == Set(keys).subtracting(expected))
+        }
+    }
+
+    @Test("an exact URL takes every method and identity of that URL and nothing of its neighbours")
+    func exactURL() async throws {
+        let transport = makeTransport(loader: echoOrigin())
+        let url = "https://api.example.com/items/1"
+        let dropped = [
+            request(url), request(url, method: "HEAD"), request(url, headers: ["Authorization": "Bearer alice"]),
+        ]
+        let kept = [
+            request("https://api.example.com/items/1?page=2"), request("https://api.example.com/items/1/parts"),
+            request("https://api.example.com/items"),
+        ]
+        for request in dropped + kept { _ = try await transport.data(for: request) }
+        var changes = transport.changes().makeAsyncIterator()
+        transport.invalidate(.url(URL(string: url)!))
+        #expect(transport.statistics.entries == kept.count)
+        #expect(transport.statistics.invalidations == dropped.count)
+        #expect(await changes.next() == .invalidated(urls: [URL(string: url)!], endpoint: .url(URL(string: url)!)))
+        #expect(indexAgrees(transport))
+    }
+
+    @Test("a host drops its entries only, whatever the path")
+    func hostEndpoint() async throws {
+        let transport = try transport(holding: [
+            "https://api.example.com/a", "https://api.example.com/b/c", "https://API.example.com/d",
+            "https://other.example.com/a",
+        ])
+        transport.invalidate(.host("Api.Example.com"))
+        #expect(transport.statistics.entries == 1)
+        #expect(transport.statistics.invalidations == 3)
+        #expect(indexAgrees(transport))
+    }
+
+    // MARK: - Bad input
+
+    @Test("an endpoint that matches nothing drops nothing and is announced as before")
+    func endpointMatchingNothing() async throws {
+        let transport = try transport(holding: ["https://api.example.com/items/1"])
+        var changes = transport.changes().makeAsyncIterator()
+        for endpoint in [
+            Endpoint.pathPrefix("/nothing"), .pathPrefix("/items", host: "other.example.com"), .host("none.example"),
+            .url(URL(string: "https://api.example.com/items/2")!), .matching { _ in false },
+        ] {
+            transport.invalidate(endpoint)
+            #expect(await changes.next() == .invalidated(urls: [], endpoint: endpoint))
+        }
+        #expect(transport.statistics.entries == 1)
+        #expect(transport.statistics.invalidations == 0)
+        #expect(indexAgrees(transport))
+    }
+
+    @Test("invalidating a key that is not stored drops nothing and is announced as before")
+    func keyNotStored() async throws {
+        let transport = try transport(holding: ["https://api.example.com/items/1"])
+        var changes = transport.changes().makeAsyncIterator()
+        transport.invalidate(request("https://api.example.com/items/2"))
+        #expect(
+            await changes.next() == .invalidated(urls: [URL(string: "https://api.example.com/items/2")!], endpoint: nil)
+        )
+        #expect(transport.invalidate(tag: "never-used") == 0)
+        #expect(transport.statistics.entries == 1)
+        #expect(transport.statistics.invalidations == 0)
+        #expect(indexAgrees(transport))
+    }
+
+    @Test("the same key invalidated from many tasks at once is dropped once")
+    func sameKeyFromManyTasks() async throws {
+        let url = "https://api.example.com/items/1"
+        let transport = try transport(holding: [url, "https://api.example.com/items/2"])
+        await withTaskGroup(of: Void.self) { group in
+            for index in 0..<64 {
+                group.addTask {
+                    switch index % 3 {
+                    case 0: transport.invalidate(request(url))
+                    case 1: transport.invalidate(.url(URL(string: url)!))
+                    default: transport.invalidate(.pathPrefix("/items/1"))
+                    }
+                }
+            }
+        }
+        #expect(transport.statistics.invalidations == 1)
+        #expect(transport.statistics.entries == 1)
+        #expect(indexAgrees(transport))
+    }
+
+    @Test("an invalidation racing a store of the same key leaves the index and the store agreeing")
+    func invalidationRacingStore() async throws {
+        let transport = makeTransport(loader: echoOrigin())
+        let urls = (0..<8).map { "https://api.example.com/items/\($0)" }
+        await withTaskGroup(of: Void.self) { group in
+            for round in 0..<200 {
+                let url = urls[round % urls.count]
+                group.addTask {
+                    try? transport.store(ProvisionalAnswer(for: request(url), data: Data("\(round)".utf8)))
+                }
+                group.addTask {
+                    if round.isMultiple(of: 2) {
+                        transport.invalidate(request(url))
+                    } else {
+                        transport.invalidate(.pathPrefix("/items"))
+                    }
+                }
+            }
+        }
+        #expect(indexAgrees(transport))
+        let held = transport.statistics.entries
+        transport.invalidate(.pathPrefix("/items"))
+        #expect(transport.statistics.entries == 0)
+        #expect(transport.statistics.invalidations >= held)
+        #expect(indexAgrees(transport))
+    }
+
+    // MARK: - The index follows the store
+
+    @Test("the index follows evictions, replaced variants, trims and invalidateAll")
+    func indexFollowsTheStore() async throws {
+        let transport = makeTransport(loader: echoOrigin()) { $0.memoryCapacity = 20_000 }
+        for index in 0..<100 {
+            try transport.store(
+                ProvisionalAnswer(for: request("https://api.example.com/e/\(index)"), data: Data(count: 300)))
+        }
+        #expect(transport.statistics.evictions > 0)
+        #expect(indexAgrees(transport))
+        transport.invalidate(.pathPrefix("/e"))
+        #expect(transport.statistics.entries == 0)
+        #expect(indexAgrees(transport))
+        for index in 0..<10 {
+            try transport.store(
+                ProvisionalAnswer(for: request("https://api.example.com/e/\(index)"), data: Data(count: 300)))
+        }
+        transport.trim(for: .warning)
+        #expect(indexAgrees(transport))
+        transport.invalidateAll()
+        #expect(transport.store.index.withLock { $0.count } == 0)
+        #expect(indexAgrees(transport))
+    }
+
+    @Test("many keys are dropped, a batch at a time, all of them and only them")
+    func manyKeys() async throws {
+        let count = ResponseStore.batchSize * 3 + 7
+        let urls = (0..<count).map { "https://api.example.com/g\($0 % 2)/items/\($0)" }
+        let transport = try transport(holding: urls)
+        var changes = transport.changes().makeAsyncIterator()
+        transport.invalidate(.pathPrefix("/g0"))
+        let dropped = urls.filter { $0.contains("/g0/") }
+        #expect(transport.statistics.entries == count - dropped.count)
+        #expect(transport.statistics.invalidations == dropped.count)
+        #expect(await changes.next() == .invalidated(urls: Committer.urls(of: dropped), endpoint: .pathPrefix("/g0")))
+        #expect(indexAgrees(transport))
+        transport.invalidate(.matching { $0.path.hasPrefix("/g1/") })
+        #expect(transport.statistics.entries == 0)
+        #expect(indexAgrees(transport))
+    }
+
+    @Test("a snapshot across many batches lists the entries most recently used first")
+    func snapshotOrder() async throws {
+        let count = ResponseStore.batchSize * 2 + 5
+        let urls = (0..<count).map { "https://api.example.com/items/\($0)" }
+        let transport = try transport(holding: urls)
+        // Use some in an order of their own: they become the most recently used, last first.
+        let used = [700, 3, 1_000, 512]
+        for index in used { _ = try await transport.data(for: request(urls[index])) }
+        let listed = transport.snapshot().entries.map(\.url.absoluteString)
+        let expected =
+            used.reversed().map { urls[$0] } + urls.indices.reversed().filter { !used.contains($0) }.map { urls[$0] }
+        #expect(listed == expected)
+    }
+
+    @Test("invalidateAll answers as before for more keys than the store remembers departures for")
+    func invalidateAllDepartures() async throws {
+        let count = Departures.limit + 10
+        let urls = (0..<count).map { "https://api.example.com/items/\($0)" }
+        let transport = try transport(holding: urls)
+        var changes = transport.changes().makeAsyncIterator()
+        transport.invalidateAll()
+        #expect(await changes.next() == .cleared)
+        #expect(transport.statistics.entries == 0)
+        #expect(transport.statistics.bytesHeld == 0)
+        #expect(transport.statistics.invalidations == count)
+        // The most recently stored keys are the ones remembered.
+        let (_, response) = try await transport.data(for: request(urls[count - 1]))
+        #expect(response.cacheOutcome?.source == .network(.invalidated))
+    }
+
+    // MARK: - No hit waits
+
+    @Test("a hit needs neither the in-flight lock nor the index's lock, which an invalidation holds while it works")
+    func hitTakesOnlyTheStoreLock() async throws {
+        let url = "https://api.example.com/items/1"
+        let transport = try transport(holding: [url])
+        let inFlight = await transport.inFlight
+        let planner = await transport.planner
+        let answered = try inFlight.withLock { _ in
+            try transport.store.index.withLock { _ in
+                // On another thread, so that a lock it needed would block it rather than this one.
+                try Self.onAnotherThread { try Self.isMemoryAnswer(planner, url) }
+            }
+        }
+        #expect(answered)
+        #expect(transport.statistics.memoryHits == 1)
+    }
+
+    @Test("a hit completes while a predicate invalidation is in the middle of asking about keys")
+    func hitDuringPredicate() async throws {
+        let urls = (0..<10).map { "https://api.example.com/items/\($0)" }
+        let transport = try transport(holding: urls)
+        let asked = DispatchSemaphore(value: 0)
+        let hitDone = DispatchSemaphore(value: 0)
+        let answered = Locked(false)
+        let planner = await transport.planner
+        Thread.detachNewThread {
+            asked.wait()
+            let isAnswer = (try? Self.isMemoryAnswer(planner, urls[0])) ?? false
+            answered.withLock { $0 = isAnswer }
+            hitDone.signal()
+        }
+        let firstQuestion = Locked(true)
+        let timedOut = Locked(false)
+        transport.invalidate(
+            .matching { url in
+                // The first question about the dropped key lets the hit run, then waits for it to
+                // finish: were the predicate asked under the lock a hit takes, the hit could never
+                // finish, and this wait would give up.
+                let isFirst = firstQuestion.withLock { first in
+                    guard first, url.path == "/items/9" else { return false }
+                    first = false
+                    return true
+                }
+                if isFirst {
+                    asked.signal()
+                    if hitDone.wait(timeout: .now() + 30) == .timedOut { timedOut.withLock { $0 = true } }
+                }
+                return url.path == "/items/9"
+            })
+        #expect(timedOut.withLock { $0 } == false)
+        #expect(answered.withLock { $0 })
+        #expect(transport.statistics.entries == 9)
+        #expect(transport.statistics.memoryHits == 1)
+    }
+
+    /// Whether the transport plans to answer `url` from memory: the synchronous part of a hit.
+    private static func isMemoryAnswer(_ planner: RequestPlanner, _ url: String) throws -> Bool {
+        if case .memory = try planner.plan(request(url)) { return true }
+        return false
+    }
+
+    /// Runs `body` on a thread of its own and waits for it.
+    private static func onAnotherThread<Result: Sendable>(_ body: @escaping @Sendable () throws -> Result) throws
+        -> Result
+    {
+        let outcome = Locked<Swift.Result<Result, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            outcome.withLock { $0 = Swift.Result(catching: body) }
+            done.signal()
+        }
+        if done.wait(timeout: .now() + 30) == .timedOut { throw CancellationError() }
+        return try outcome.withLock { $0! }.get()
+    }
+}
