@@ -126,6 +126,18 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         }
     }
 
+    /// The keys of the `count` most recently used values, most recently used first.
+    /// - Complexity: O(count).
+    func keys(mostRecentlyUsedFirst count: Int) -> [Key] {
+        var keys: [Key] = []
+        var position = newest
+        while position >= 0, keys.count < count {
+            if let key = slots[position].key { keys.append(key) }
+            position = slots[position].older
+        }
+        return keys
+    }
+
     /// Stores `value`, replacing any value for `key`, then evicts least recently used values until
     /// the budget holds. A value whose cost alone exceeds the budget is not stored.
     /// - Returns: the replaced value, and the other values evicted.

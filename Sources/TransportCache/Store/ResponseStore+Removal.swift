@@ -105,12 +105,9 @@ extension ResponseStore {
             }
             // Only the latest departures are remembered: the most recently used keys, recorded
             // last, as the ones most likely to be asked for again.
-            var latest: [CacheKey] = []
-            latest.reserveCapacity(min(emptied.count, Departures.limit))
-            emptied.forEachEntry { key, _ in
-                if latest.count < Departures.limit { latest.append(key) }
+            for key in emptied.keys(mostRecentlyUsedFirst: Departures.limit).reversed() {
+                state.departures.record(key, reason)
             }
-            for key in latest.reversed() { state.departures.record(key, reason) }
             state.syncGauges()
             return emptied
         }
