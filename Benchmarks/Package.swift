@@ -32,7 +32,8 @@ let package = Package(
             path: "Sources/PathWorkload"
         ),
     ]
-        + ["HitPath", "MissPath", "Coalescing", "Storage", "ChangeFanOut", "Values", "Revalidation"].map { suite in
+        + ["HitPath", "MissPath", "Coalescing", "Storage", "ChangeFanOut", "Values", "Revalidation", "Scale"].map {
+            suite in
             .executableTarget(
                 name: suite,
                 dependencies: [
