@@ -9,8 +9,9 @@ import Dispatch
 /// A few are freed on the caller's thread, so that what an invalidation drops is gone when it
 /// returns.
 struct Released: Sendable {
-    /// More values than this are freed on a background queue.
-    static let backgroundThreshold = 1_024
+    /// More values than this are freed on a background queue: a hundred or so take about as
+    /// long to free as the rest of an invalidation of them.
+    static let backgroundThreshold = 128
 
     private var values: [any Sendable] = []
     private var count = 0

@@ -362,7 +362,8 @@ final class Committer: Sendable {
             // What an invalidation dropped, no rollback brings back.
             optimistic.withLock { $0.forget(where: matches) }
             reporter.invalidated(removal.keys)
-            if let change = change(removal.keys) { broadcaster.enqueue(change) }
+            // Naming every URL dropped costs a URL each: only when someone listens.
+            if broadcaster.count > 0, let change = change(removal.keys) { broadcaster.enqueue(change) }
             return (removal.keys, removal.released)
         }
         released.release()
@@ -385,7 +386,9 @@ final class Committer: Sendable {
             }
             broadcaster.enqueue(.cleared)
             var released = Released()
-            released.append(emptied, count: emptied.count)
+            let count = emptied.count
+            // Moved, so that the last reference is the one the background queue lets go of.
+            released.append(consume emptied, count: count)
             return released
         }
         released.release()

@@ -117,7 +117,9 @@ extension ResponseStore {
             return emptiedIndex
         }
         var released = Released()
-        released.append(index, count: index.count)
+        let count = index.count
+        // Moved, so that the last reference is the one the background queue lets go of.
+        released.append(consume index, count: count)
         released.release()
         return emptied
     }

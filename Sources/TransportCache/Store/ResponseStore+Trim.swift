@@ -24,7 +24,8 @@ extension ResponseStore {
                 start += Self.batchSize
             }
             emptied.forEachEntry { key, _ in removal.keys.append(key) }
-            removal.released.append(emptied, count: emptied.count)
+            let count = emptied.count
+            removal.released.append(consume emptied, count: count)
             return removal
         case .warning:
             dropDecodedValues()
