@@ -1,7 +1,23 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 extension ResponseStore {
     /// How many entries an operation over many entries removes or reads per hold of the lock
     /// every hit takes: a few hundred microseconds at most, however large the store.
     static let batchSize = 512
+
+    /// Lets a hit that waited for the lock during a batch take it before the next batch does.
+    ///
+    /// A mutex does not queue its waiters: the thread that just released it would take it again
+    /// at once, ahead of a hit woken a few microseconds later, batch after batch, and the hit
+    /// would wait for the whole operation after all. Giving up the processor lets the woken hit
+    /// run first.
+    static func yieldBetweenBatches() {
+        sched_yield()
+    }
 
     /// Which keys an invalidation drops.
     enum KeySelection {
@@ -72,6 +88,7 @@ extension ResponseStore {
         guard !keys.isEmpty else { return removal }
         let keys = Array(keys)
         for start in stride(from: 0, to: keys.count, by: Self.batchSize) {
+            if start > 0 { Self.yieldBetweenBatches() }
             state.withLock { state in
                 var removed = 0
                 for key in keys[start..<min(start + Self.batchSize, keys.count)] {
@@ -131,6 +148,8 @@ extension ResponseStore {
     /// - Complexity: O(n) in the keys held, in batches of ``batchSize`` under the lock.
     func copyHeld<Copy>(_ copy: (CacheKey, StoredVariants) -> Copy?) -> [Copy] {
         var copies: [(lastUse: UInt64, copy: Copy)] = []
+        // Grown here, not by a copy of everything so far in the middle of a batch.
+        copies.reserveCapacity(state.withLock { $0.entries.count })
         var start = 0
         while true {
             let more = state.withLock { state in
@@ -141,6 +160,7 @@ extension ResponseStore {
             }
             guard more else { break }
             start += Self.batchSize
+            Self.yieldBetweenBatches()
         }
         copies.sort { $0.lastUse > $1.lastUse }
         return copies.map(\.copy)

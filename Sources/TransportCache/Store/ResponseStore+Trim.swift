@@ -22,6 +22,7 @@ extension ResponseStore {
                     }
                 }
                 start += Self.batchSize
+                Self.yieldBetweenBatches()
             }
             emptied.forEachEntry { key, _ in removal.keys.append(key) }
             let count = emptied.count
@@ -42,6 +43,7 @@ extension ResponseStore {
                 removal.keys.append(contentsOf: batch.map(\.key))
                 removal.released.append(batch, count: batch.count)
                 guard batch.count == Self.batchSize else { break }
+                Self.yieldBetweenBatches()
             }
             index.withLock { $0.remove(removal.keys) }
             return removal
@@ -67,6 +69,7 @@ extension ResponseStore {
             }
             guard more else { return }
             start += Self.batchSize
+            Self.yieldBetweenBatches()
         }
     }
 }

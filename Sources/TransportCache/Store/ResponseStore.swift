@@ -220,6 +220,7 @@ final class ResponseStore: Sendable {
             // Asked a batch at a time, so that a hit never waits for the whole index.
             var kept = Set<CacheKey>()
             for start in stride(from: 0, to: named.count, by: Self.batchSize) {
+                if start > 0 { Self.yieldBetweenBatches() }
                 state.withLock { state in
                     for key in named[start..<min(start + Self.batchSize, named.count)]
                     where state.entries.peekValue(forKey: key) != nil {
