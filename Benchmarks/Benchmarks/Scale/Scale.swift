@@ -82,11 +82,11 @@ private func timed(
 }
 
 /// Hits on `hot` in a loop from a detached task while `work` runs on a thread of its own (the
-/// invalidations are synchronous calls, as an app makes them); returns the worst latency and the
-/// 99.9th percentile.
+/// invalidations are synchronous calls, as an app makes them); returns the worst latency, the
+/// 99.9th percentile, how many took 1 ms or more, and how many there were.
 private func hitsDuring(
     _ transport: CachedTransport, hot: URLRequest, _ work: @escaping @Sendable () -> Void
-) async throws -> (worst: Duration, p999: Duration) {
+) async throws -> (worst: Duration, p999: Duration, overOneMillisecond: Int, hits: Int) {
     let done = Shared<Bool>()
     done.value = false
     // The thread starts first and waits for the hitter: the hitter never suspends (every hit is
@@ -122,7 +122,7 @@ private func hitsDuring(
                 break
             }
         }
-        return (worst, Duration.microseconds(p999))
+        return (worst, Duration.microseconds(p999), histogram[1_000...].reduce(0, +), total)
     }
     let result = await hitter.value
     finished.wait()
@@ -168,7 +168,8 @@ let benchmarks: @Sendable () -> Void = {
                     "invalidatePathPrefix10EntriesMicroseconds", "invalidateHost1PercentMicroseconds",
                     "invalidateTag1PercentMicroseconds", "invalidatePredicate1PercentMicroseconds",
                     "invalidateAllMicroseconds", "snapshotMicroseconds", "worstHitDuringInvalidationMicroseconds",
-                    "p999HitDuringInvalidationMicroseconds", "worstHitAloneMicroseconds",
+                    "p999HitDuringInvalidationMicroseconds", "worstHitAloneMicroseconds", "hitsOverOneMillisecondAlone",
+                    "hitsAlone", "hitsOverOneMillisecondDuringInvalidation", "hitsDuringInvalidation",
                 ].map { .custom($0) },
                 maxIterations: 1
             )
@@ -245,6 +246,8 @@ let benchmarks: @Sendable () -> Void = {
             let hot = request(3)
             let alone = try await hitsDuring(transport, hot: hot) { Thread.sleep(forTimeInterval: 0.3) }
             report("worstHitAloneMicroseconds", microseconds(alone.worst))
+            report("hitsOverOneMillisecondAlone", alone.overOneMillisecond)
+            report("hitsAlone", alone.hits)
             let during = try await hitsDuring(transport, hot: hot) {
                 for prefix in [11, 12, 13] { transport.invalidate(.pathPrefix("/g\(prefix)")) }
                 for index in single.prefix(20) where index % groups != 3 { transport.invalidate(request(index)) }
@@ -256,6 +259,8 @@ let benchmarks: @Sendable () -> Void = {
             }
             report("worstHitDuringInvalidationMicroseconds", microseconds(during.worst))
             report("p999HitDuringInvalidationMicroseconds", microseconds(during.p999))
+            report("hitsOverOneMillisecondDuringInvalidation", during.overOneMillisecond)
+            report("hitsDuringInvalidation", during.hits)
 
             // Last: it empties the store, and releases the entries on a background queue.
             let clock = ContinuousClock()
