@@ -154,14 +154,7 @@ struct URLIndex: Sendable {
                 removed.append(key)
             case .byURL(var byURL):
                 keys = nil
-                for (url, list) in byURL {
-                    let kept = list.filter { key in
-                        guard matches(key) else { return true }
-                        removed.append(key)
-                        return false
-                    }
-                    byURL[url] = kept.isEmpty ? nil : kept
-                }
+                URLIndex.remove(from: &byURL, where: matches, into: &removed)
                 keys = Self.keys(byURL)
             default:
                 break
@@ -285,16 +278,24 @@ struct URLIndex: Sendable {
             hosts[host]!.removeAll(where: matches, into: &removed)
             if hosts[host]!.isEmpty { hosts[host] = nil }
         }
-        for (url, list) in unreadable {
+        URLIndex.remove(from: &unreadable, where: matches, into: &removed)
+        count -= removed.count
+        return removed
+    }
+
+    /// Removes the keys `matches` selects from `byURL`, appending them to `removed`, and the URLs
+    /// left with none.
+    private static func remove(
+        from byURL: inout [String: [CacheKey]], where matches: (CacheKey) -> Bool, into removed: inout [CacheKey]
+    ) {
+        for (url, list) in byURL {
             let kept = list.filter { key in
                 guard matches(key) else { return true }
                 removed.append(key)
                 return false
             }
-            unreadable[url] = kept.isEmpty ? nil : kept
+            byURL[url] = kept.isEmpty ? nil : kept
         }
-        count -= removed.count
-        return removed
     }
 
     /// Removes the keys `endpoint` matches.
