@@ -194,9 +194,9 @@ struct IndexedInvalidationTests {
         #expect(indexAgrees(transport))
     }
 
-    @Test("many keys are dropped, a batch at a time, all of them and only them")
+    @Test("many keys are dropped, a few at a time, all of them and only them")
     func manyKeys() async throws {
-        let count = ResponseStore.batchSize * 3 + 7
+        let count = ResponseStore.stepSize * 96 + 7
         let urls = (0..<count).map { "https://api.example.com/g\($0 % 2)/items/\($0)" }
         let transport = try transport(holding: urls)
         var changes = transport.changes().makeAsyncIterator()
@@ -211,9 +211,9 @@ struct IndexedInvalidationTests {
         #expect(indexAgrees(transport))
     }
 
-    @Test("a snapshot across many batches lists the entries most recently used first")
+    @Test("a snapshot read a few entries at a time lists the entries most recently used first")
     func snapshotOrder() async throws {
-        let count = ResponseStore.batchSize * 2 + 5
+        let count = ResponseStore.stepSize * 64 + 5
         let urls = (0..<count).map { "https://api.example.com/items/\($0)" }
         let transport = try transport(holding: urls)
         // Use some in an order of their own: they become the most recently used, last first.

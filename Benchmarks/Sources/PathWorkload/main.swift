@@ -226,6 +226,11 @@ func run() async throws {
                 try await concurrently(count) { _ = try await transport.data(from: url) }
             }
         }
+    case "invalidations":
+        try await invalidationsWhileHitting(count: count)
+    case "invalidate-all", "invalidate-prefix", "invalidate-tag", "invalidate-request", "invalidate-snapshot",
+        "invalidate-trim":
+        try await oneInvalidation(String(mode.dropFirst("invalidate-".count)), count: count)
     case "floor":
         for _ in 0..<rounds {
             elapsed += try await clock.measure {

@@ -1,6 +1,9 @@
+import Dispatch
 import Foundation
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// A value guarded by a lock.
@@ -25,6 +28,9 @@ package final class Locked<Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     #endif
     private let value: UnsafeMutablePointer<Value>
+    /// How many threads are waiting for the lock, guarded by a lock of its own: counted only by a
+    /// thread that found the lock taken, so an uncontended `withLock` never touches it.
+    private let waiters = WaiterCount()
 
     package init(_ value: Value) {
         self.value = .allocate(capacity: 1)
@@ -54,12 +60,60 @@ package final class Locked<Value: Sendable>: @unchecked Sendable {
     /// `body`, and never resume a continuation inside it.
     package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         #if canImport(Glibc)
-        pthread_mutex_lock(mutex)
+        if pthread_mutex_trylock(mutex) != 0 { lockAfterWaiting() }
         defer { pthread_mutex_unlock(mutex) }
         #else
-        lock.lock()
+        if !lock.try() { lockAfterWaiting() }
         defer { lock.unlock() }
         #endif
         return try body(&value.pointee)
+    }
+
+    /// Takes the lock another thread holds, counted among the waiters meanwhile.
+    @inline(never)
+    private func lockAfterWaiting() {
+        waiters.add(1)
+        #if canImport(Glibc)
+        pthread_mutex_lock(mutex)
+        #else
+        lock.lock()
+        #endif
+        waiters.add(-1)
+    }
+
+    /// Called between two holds of the lock by work that takes it again and again: when threads
+    /// are waiting for it, gives up the processor until they have had it, for at most `limit`
+    /// nanoseconds.
+    ///
+    /// A mutex does not queue its waiters: the thread that just released it would take it again
+    /// at once, ahead of a waiter woken a few microseconds later, hold after hold, and the waiter
+    /// would wait for the whole work after all. Yielding only when someone waits keeps that work
+    /// from giving its processor away to other processes when no one does.
+    package func handOverToWaiters(forAtMost limit: UInt64) {
+        guard waiters.count > 0 else { return }
+        let deadline = DispatchTime.now().uptimeNanoseconds + limit
+        repeat {
+            sched_yield()
+        } while waiters.count > 0 && DispatchTime.now().uptimeNanoseconds < deadline
+    }
+}
+
+/// A count of waiting threads behind a lock of its own.
+///
+/// `@unchecked Sendable` is safe here: `count` is only read or written while `lock` is held.
+private final class WaiterCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+
+    func add(_ amount: Int) {
+        lock.lock()
+        value += amount
+        lock.unlock()
+    }
+
+    var count: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return value
     }
 }

@@ -8,8 +8,8 @@
 /// hold the transport's in-flight lock, so the key set changes one writer at a time, and the
 /// indexes follow it without holding the lock every hit takes. Work that grows with what is
 /// stored (finding an endpoint's keys, freeing dropped answers) happens outside that lock, and
-/// work that must take it for many entries takes it a batch at a time
-/// (``ResponseStore/batchSize``).
+/// work that must take it for many entries takes it in short holds
+/// (``ResponseStore/inShortHolds(_:)``).
 ///
 /// It replaces `URLCache` wholesale, because on Linux that cache keys by host and path only,
 /// evicts first-in-first-out, crashes when one URL is stored twice before an eviction, and scans
@@ -217,16 +217,16 @@ final class ResponseStore: Sendable {
     func pruneTags(keeping pending: Set<CacheKey>) {
         self.tags.withLock { index in
             let named = Array(index.keys)
-            // Asked a batch at a time, so that a hit never waits for the whole index.
+            // Asked in short holds, so that a hit never waits for the whole index.
             var kept = Set<CacheKey>()
-            for start in stride(from: 0, to: named.count, by: Self.batchSize) {
-                if start > 0 { Self.yieldBetweenBatches() }
-                state.withLock { state in
-                    for key in named[start..<min(start + Self.batchSize, named.count)]
-                    where state.entries.peekValue(forKey: key) != nil {
-                        kept.insert(key)
-                    }
+            var start = 0
+            inShortHolds { state in
+                for key in named[start..<min(start + Self.stepSize, named.count)]
+                where state.entries.peekValue(forKey: key) != nil {
+                    kept.insert(key)
                 }
+                start += Self.stepSize
+                return start < named.count
             }
             index.prune { kept.contains($0) || pending.contains($0) }
         }

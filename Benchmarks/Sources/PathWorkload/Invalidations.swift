@@ -1,0 +1,117 @@
+import BenchmarkSupport
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import CallgrindControl
+import TransportCache
+
+// The Scale suite's invalidations once, for profilers: `PathWorkload invalidations 100000` fills
+// a transport as the suite does, then hits a key no invalidation touches from a detached task
+// while a thread of its own runs each kind of invalidation, and prints, for each one, its time
+// and the worst hit that began while it ran.
+
+private let groups = 100
+
+private func scaleRequest(_ index: Int) -> URLRequest {
+    let group = index % groups
+    let host = group == groups - 1 ? "other.example.com" : "api.example.com"
+    var request = URLRequest(url: URL(string: "https://\(host)/g\(group)/items/\(index)")!)
+    request.cachePolicy = .returnCacheDataDontLoad
+    return request
+}
+
+@Sendable private func monotonicNow() -> Int {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Int(now.tv_sec) * 1_000_000_000 + Int(now.tv_nsec)
+}
+
+@inline(never) @Sendable private func keep<Value>(_ value: Value) {
+    withExtendedLifetime(value) {}
+}
+
+func invalidationsWhileHitting(count: Int) async throws {
+    var configuration = CachedTransport.Configuration()
+    configuration.memoryCapacity = 1 << 30
+    let transport = CachedTransport(configuration: configuration)
+    let body = Data(repeating: 0x61, count: 256)
+    for index in 0..<count {
+        try transport.store(ProvisionalAnswer(for: scaleRequest(index), data: body))
+        _ = try await transport.data(for: scaleRequest(index), tags: ["g\(index % groups)"])
+    }
+    let single = Array(stride(from: 1, to: count, by: max(1, count / 21))).prefix(20).filter { $0 % groups != 3 }
+    let steps: [(String, @Sendable () -> Void)] = [
+        ("pathPrefix /g11", { transport.invalidate(.pathPrefix("/g11")) }),
+        ("pathPrefix /g12", { transport.invalidate(.pathPrefix("/g12")) }),
+        ("20 requests", { for index in single { transport.invalidate(scaleRequest(index)) } }),
+        ("tag g14", { _ = transport.invalidate(tag: "g14") }),
+        ("host other", { transport.invalidate(.host("other.example.com")) }),
+        ("predicate /g15/", { transport.invalidate(.matching { $0.path.hasPrefix("/g15/") }) }),
+        ("snapshot", { keep(transport.snapshot()) }),
+        ("trim warning", { transport.trim(for: .warning) }),
+        ("invalidateAll", { transport.invalidateAll() }),
+    ]
+    let spans = Shared<[(String, Int, Int)]>()
+    spans.value = []
+    let done = Shared<Bool>()
+    done.value = false
+    let go = DispatchSemaphore(value: 0)
+    let finished = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+        go.wait()
+        var recorded: [(String, Int, Int)] = []
+        for (name, step) in steps {
+            let start = monotonicNow()
+            step()
+            recorded.append((name, start, monotonicNow()))
+        }
+        spans.value = recorded
+        done.value = true
+        finished.signal()
+    }
+    let hot = scaleRequest(3)
+    let slow = await Task.detached {
+        var slow: [(start: Int, latency: Int)] = []
+        go.signal()
+        while !done.value {
+            let start = monotonicNow()
+            keep(try? await transport.data(for: hot))
+            let latency = monotonicNow() - start
+            if latency > 100_000 { slow.append((start, latency)) }
+        }
+        return slow
+    }.value
+    finished.wait()
+    for (name, start, end) in spans.value {
+        let worst = slow.filter { $0.start >= start && $0.start < end }.map(\.latency).max() ?? 0
+        print("\(name): \((end - start) / 1_000) µs, worst hit \(worst / 1_000) µs")
+    }
+    print("hits over 100 µs: \(slow.count), over 1 ms: \(slow.filter { $0.latency >= 1_000_000 }.count)")
+}
+
+/// Fills a transport with `count` entries as the Scale suite does, then runs one invalidation,
+/// the only part callgrind counts (`--collect-atstart=no`).
+func oneInvalidation(_ kind: String, count: Int) async throws {
+    var configuration = CachedTransport.Configuration()
+    configuration.memoryCapacity = 1 << 30
+    let transport = CachedTransport(configuration: configuration)
+    let body = Data(repeating: 0x61, count: 256)
+    for index in 0..<count {
+        try transport.store(ProvisionalAnswer(for: scaleRequest(index), data: body))
+        _ = try await transport.data(for: scaleRequest(index), tags: ["g\(index % groups)"])
+    }
+    let start = monotonicNow()
+    callgrind_toggle_collect()
+    switch kind {
+    case "all": transport.invalidateAll()
+    case "prefix": transport.invalidate(.pathPrefix("/g7", host: "api.example.com"))
+    case "tag": _ = transport.invalidate(tag: "g7")
+    case "request": transport.invalidate(scaleRequest(7))
+    case "snapshot": keep(transport.snapshot())
+    case "trim": transport.trim(for: .warning)
+    default: print("unknown kind \(kind)")
+    }
+    callgrind_toggle_collect()
+    print("\(kind) with \(count) entries: \((monotonicNow() - start) / 1_000) µs")
+}
