@@ -58,6 +58,34 @@ struct IndexedInvalidationTests {
         }
     }
 
+    @Test("a plain URL's place in the index is read from its bytes exactly as Foundation reads it")
+    func plainLocations() {
+        let hosts = [
+            "api.example.com", "a-b.example.com", "127.0.0.1", "api.example.com:8443", "x:1", "[::1]", "u@h.com",
+        ]
+        let paths = [
+            "", "/", "/items", "/items/", "/items/7", "/items//7", "/g7/items/123", "/a.b/c-d/e_f~", "/.well-known/x",
+            "/a/./b", "/a/../b", "/.", "/..", "/A/Bc", "/items%2F7", "/caf%C3%A9", "/ü", "/a;b", "/a:b", "/a+b", "/a b",
+        ]
+        let queries = ["", "?", "?page=2", "?a=/b/../c", "?q=%20"]
+        var plain = 0
+        for scheme in ["http", "https", "ftp"] {
+            for host in hosts {
+                for path in paths {
+                    for query in queries {
+                        let url = "\(scheme)://\(host)\(path)\(query)"
+                        guard let read = URLIndex.Location(plainURL: url) else { continue }
+                        plain += 1
+                        #expect(read == URLIndex.Location(parsing: url), "\(url)")
+                    }
+                }
+            }
+        }
+        // The common form is read from its bytes, and so are its neighbours above.
+        #expect(URLIndex.Location(plainURL: "https://api.example.com/g7/items/123?page=2") != nil)
+        #expect(plain > 100)
+    }
+
     @Test("an exact URL takes every method and identity of that URL and nothing of its neighbours")
     func exactURL() async throws {
         let transport = makeTransport(loader: echoOrigin())
