@@ -61,6 +61,38 @@ struct RevalidateTests {
         #expect(try await transport.data(for: request(Self.base + "/users/1")).0.text == "/users/1 version 1")
     }
 
+    @Test("revalidate(_:) asks about exactly the entries an invalidation of the same endpoint drops")
+    func revalidateSelectsAsInvalidation() async throws {
+        let versioned = VersionedOrigin()
+        let transport = makeTransport(loader: versioned.origin) { $0.minimumRevalidationInterval = .zero }
+        let urls = [
+            "https://api.example.com/articles", "https://api.example.com/articles/1",
+            "https://api.example.com/articles/1?page=2", "https://api.example.com/articles/",
+            "https://api.example.com/articlesets",
+            "https://api.example.com/caf%C3%A9/menu", "https://api.example.com/",
+            "https://other.example.com/articles/1",
+            "https://other.example.com:8443/articles/2",
+        ]
+        for url in urls { _ = try await transport.data(for: request(url)) }
+        let endpoints: [Endpoint] = [
+            .pathPrefix("/articles"), .pathPrefix("/articles/"), .pathPrefix("/articles", host: "other.example.com"),
+            .pathPrefix("/café"), .pathPrefix("/"), .host("OTHER.example.com"), .host("none.example.com"),
+            .url(URL(string: "https://api.example.com/articles/1?page=2")!),
+            .url(URL(string: "https://api.example.com/x")!),
+            .matching { $0.path.hasSuffix("/1") },
+        ]
+        for endpoint in endpoints {
+            let before = versioned.origin.calls.count
+            let summary = await transport.revalidate(endpoint)
+            let asked = versioned.origin.calls[before...].map { URLNormalization.normalized($0.url!)! }
+            let expected = urls.filter { endpoint.matches(URL(string: $0)!) }.map {
+                URLNormalization.normalized(URL(string: $0)!)!
+            }
+            #expect(asked.sorted() == expected.sorted(), "\(endpoint)")
+            #expect(summary.revalidated == expected.count)
+        }
+    }
+
     @Test("a revalidation sends the request that fetched the entry, every header included, made conditional")
     func sendsTheOriginalRequest() async throws {
         let versioned = VersionedOrigin()

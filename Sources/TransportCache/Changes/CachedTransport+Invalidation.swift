@@ -20,7 +20,7 @@ extension CachedTransport {
     ///
     /// The transport keeps its keys by host and path, so an exact URL, a host or a path prefix
     /// finds its entries without looking at the others. A hit on another task waits at most for
-    /// a batch of removals, never for the whole invalidation.
+    /// a few removals (about 50 µs of them), never for the whole invalidation.
     /// - Complexity: O(k) in the entries dropped for an exact URL, a host or a path prefix (plus
     ///   O(h) in the hosts held for a prefix on every host); O(n) in the stored entries for a
     ///   predicate, asked without holding the lock a hit takes.
@@ -101,7 +101,7 @@ extension CachedTransport {
     /// (a tab closed, the app sent to the background), call it yourself. It runs on the caller's
     /// thread without waiting for the actor.
     ///
-    /// - Complexity: O(n) in the number of stored entries, a batch at a time under the lock a hit
+    /// - Complexity: O(n) in the number of stored entries, a few at a time under the lock a hit
     ///   takes; a critical trim takes the entries out at once.
     public nonisolated func trim(for pressure: MemoryPressure) {
         committer.trim(for: pressure)

@@ -91,7 +91,7 @@ extension CachedTransport {
     /// freshness lifetime, validators, bytes, hits and decoded types. `print` it for a table.
     ///
     /// O(n) in the entries, so for a debug screen, not for every request. The store is read a
-    /// batch of entries at a time, and the snapshot built outside its lock, so a hit on another
+    /// few entries at a time, and the snapshot built outside its lock, so a hit on another
     /// task never waits for the whole copy; no entry is stored or dropped while it is taken.
     public nonisolated func snapshot() -> CacheSnapshot {
         let now = planner.policy.clock.now

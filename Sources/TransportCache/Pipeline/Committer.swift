@@ -413,11 +413,27 @@ final class Committer: Sendable {
         publishQueuedChanges()
     }
 
-    /// Every held variant whose key satisfies `matches`, most recently used first; the keys are
-    /// asked outside the lock a hit takes, and the store is read a batch at a time.
-    func heldEntries(where matches: (CacheKey) -> Bool) -> [StoredResponse] {
-        let held = inFlight.withLock { _ in store.copyHeld { key, variants in (key, variants.all) } }
-        return held.flatMap { matches($0.0) ? $0.1 : [] }
+    /// Every held variant, most recently used first, read a few entries at a time.
+    func heldEntries() -> [StoredResponse] {
+        inFlight.withLock { _ in store.copyHeld { _, variants in variants.all } }.flatMap { $0 }
+    }
+
+    /// Every held variant whose URL one of `endpoints` matches, most recently used first: the keys
+    /// of a URL, a host or a path prefix are found through the store's index, as an invalidation
+    /// of those endpoints finds them; a predicate is asked about every key, outside every lock.
+    func heldEntries(of endpoints: [Endpoint]) -> [StoredResponse] {
+        var predicates: [Endpoint] = []
+        var keys = Set<CacheKey>()
+        let everyKey = store.index.withLock { index -> [CacheKey] in
+            for endpoint in endpoints {
+                if let found = index.keys(endpoint) { keys.formUnion(found) } else { predicates.append(endpoint) }
+            }
+            return predicates.isEmpty ? [] : index.keys
+        }
+        for key in everyKey where predicates.contains(where: { $0.matches(normalizedURL: key.url) }) {
+            keys.insert(key)
+        }
+        return store.copyHeld(Array(keys)) { _, variants in variants.all }.flatMap { $0 }
     }
 
     /// Delivers the queued changes to the subscribers. Call with no lock held.

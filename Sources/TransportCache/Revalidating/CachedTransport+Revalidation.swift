@@ -49,17 +49,20 @@ extension CachedTransport {
     /// confirmed within ``Configuration/minimumRevalidationInterval`` are skipped. Cancelling the
     /// calling task stops the revalidations not yet answered (a fetch shared with a caller goes
     /// on for that caller).
+    ///
+    /// An exact URL, a host or a path prefix finds its entries through the transport's index of
+    /// keys, as ``invalidate(_:)-(Endpoint)`` does, without looking at the others; a predicate is
+    /// asked about every stored URL.
     @discardableResult
     public nonisolated func revalidate(_ endpoint: Endpoint) async -> RevalidationSummary {
         await revalidate(
-            where: { endpoint.matches(normalizedURL: $0.url) },
-            skippingConfirmedWithin: configuration.minimumRevalidationInterval)
+            committer.heldEntries(of: [endpoint]), skippingConfirmedWithin: configuration.minimumRevalidationInterval)
     }
 
     /// Revalidates every held entry; see ``revalidate(_:)``.
     @discardableResult
     public nonisolated func revalidateAll() async -> RevalidationSummary {
-        await revalidate(where: { _ in true }, skippingConfirmedWithin: configuration.minimumRevalidationInterval)
+        await revalidate(committer.heldEntries(), skippingConfirmedWithin: configuration.minimumRevalidationInterval)
     }
 
     /// Revalidates the held entries that something watches: the endpoints of live
@@ -74,20 +77,20 @@ extension CachedTransport {
         let watched = broadcaster.watchedEndpoints
         guard !watched.isEmpty else { return RevalidationSummary() }
         return await revalidate(
-            where: { key in watched.contains { $0.matches(normalizedURL: key.url) } },
+            committer.heldEntries(of: Array(watched)),
             skippingConfirmedWithin: configuration.minimumRevalidationInterval)
     }
 
-    /// Revalidates the held entries whose keys satisfy `matches`, skipping those stored or
+    /// Revalidates `held` (entries the store held a moment ago), skipping those stored or
     /// confirmed within `interval`, at most ``Configuration/maximumConcurrentRevalidations`` at once.
     @discardableResult
     nonisolated func revalidate(
-        where matches: (CacheKey) -> Bool, skippingConfirmedWithin interval: Duration
+        _ held: [StoredResponse], skippingConfirmedWithin interval: Duration
     ) async -> RevalidationSummary {
         let now = planner.policy.clock.now
         var summary = RevalidationSummary()
         var due: [StoredResponse] = []
-        for entry in committer.heldEntries(where: matches) {
+        for entry in held {
             if now - entry.storedAt < interval {
                 summary.skipped += 1
             } else {

@@ -51,6 +51,12 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         return slots[position].value
     }
 
+    /// The value for `key` and when it was last used, without changing its recency.
+    func peekEntry(forKey key: Key) -> (value: Value, lastUse: UInt64)? {
+        guard let position = index[key], let value = slots[position].value else { return nil }
+        return (value, slots[position].lastUse)
+    }
+
     /// Charges `key`'s value `amount` more (less when negative), marks it the most recently used,
     /// and evicts the least recently used other values until the budget holds.
     /// - Returns: the values evicted, or nil when `key` has no value or its new cost alone would

@@ -63,9 +63,10 @@ extension ResponseStore {
 
     /// Removes the held keys `selection` names, except `spared`, finding them through the index,
     /// and counts them as invalidated. Call with the in-flight lock held.
-    /// - Complexity: O(k) in the keys removed (reading each key's URL for ``KeySelection/keys``),
-    ///   plus O(s) per URL or prefix segment named; for a predicate endpoint, O(n) in the keys held,
-    ///   each asked outside the lock a hit takes. The lock a hit takes is held a batch at a time.
+    /// - Complexity: O(k) in the keys removed (reading each key's host and path segments for
+    ///   ``KeySelection/keys``), plus O(s) per URL or prefix segment named; for a predicate
+    ///   endpoint, O(n) in the keys held, each asked outside the lock a hit takes. The lock a hit
+    ///   takes is held in short holds (``inShortHolds(_:)``).
     func removeKeys(_ selection: KeySelection, sparing spared: Set<CacheKey>) -> Removal {
         switch selection {
         case .keys(let keys):
@@ -176,6 +177,27 @@ extension ResponseStore {
             }
             start += Self.stepSize
             return start < state.entries.slotCount
+        }
+        copies.sort { $0.lastUse > $1.lastUse }
+        return copies.map(\.copy)
+    }
+
+    /// Calls `copy` with each of `keys` that is held and its variants, in short holds of the lock
+    /// a hit takes, and returns what it made, most recently used first. Keys that left meanwhile
+    /// are skipped.
+    /// - Complexity: O(k) in the keys, whatever else is held.
+    func copyHeld<Copy>(_ keys: [CacheKey], _ copy: (CacheKey, StoredVariants) -> Copy?) -> [Copy] {
+        var copies: [(lastUse: UInt64, copy: Copy)] = []
+        copies.reserveCapacity(keys.count)
+        var start = 0
+        inShortHolds { state in
+            for key in keys[start..<min(start + Self.stepSize, keys.count)] {
+                if let (variants, lastUse) = state.entries.peekEntry(forKey: key), let made = copy(key, variants) {
+                    copies.append((lastUse, made))
+                }
+            }
+            start += Self.stepSize
+            return start < keys.count
         }
         copies.sort { $0.lastUse > $1.lastUse }
         return copies.map(\.copy)

@@ -233,6 +233,21 @@ struct URLIndex: Sendable {
             for child in children.values { child.forEachKey(body) }
         }
 
+        /// The node `segments` lead to, if any.
+        func node(at segments: ArraySlice<String>) -> Node? {
+            guard let first = segments.first else { return self }
+            return children[first]?.node(at: segments.dropFirst())
+        }
+
+        /// The keys of `url` held at this node.
+        func keys(of url: String) -> [CacheKey] {
+            switch keys {
+            case .one(let held) where held.url == url: [held]
+            case .byURL(let byURL): byURL[url] ?? []
+            default: []
+            }
+        }
+
         private static func keys(_ byURL: [String: [CacheKey]]) -> Keys? {
             guard byURL.count <= 1, let only = byURL.first?.value else { return .byURL(byURL) }
             return only.count == 1 ? .one(only[0]) : .byURL(byURL)
@@ -307,19 +322,28 @@ struct URLIndex: Sendable {
     /// - Complexity: O(h × s) in the hosts searched and the prefix's segments, plus O(k) in the
     ///   keys removed.
     mutating func removePathPrefix(_ prefix: String, host: String?) -> [CacheKey] {
-        var segments = Location.segments(of: prefix)[...]
-        // `/items/` takes what lies below `/items`, not `/items` itself.
-        let keepingOwnKeys = prefix.hasSuffix("/")
-        if keepingOwnKeys { segments = segments.dropLast() }
-        let searched = host.map { [$0] } ?? Array(hosts.keys)
+        let (segments, keepingOwnKeys) = Self.prefixSegments(prefix)
         var removed: [CacheKey] = []
-        for host in searched where hosts[host] != nil {
+        for host in searchedHosts(host) where hosts[host] != nil {
             let taken = hosts[host]!.take(segments, keepingOwnKeys: keepingOwnKeys)
             if hosts[host]!.isEmpty { hosts[host] = nil }
             taken?.forEachKey { removed.append($0) }
         }
         count -= removed.count
         return removed
+    }
+
+    /// The segments a path prefix walks down, and whether the node it reaches keeps its own keys:
+    /// `/items/` selects what lies below `/items`, not `/items` itself.
+    private static func prefixSegments(_ prefix: String) -> (segments: ArraySlice<String>, keepingOwnKeys: Bool) {
+        let segments = Location.segments(of: prefix)[...]
+        let keepingOwnKeys = prefix.hasSuffix("/")
+        return (keepingOwnKeys ? segments.dropLast() : segments, keepingOwnKeys)
+    }
+
+    /// The hosts a path prefix looks at: `host` when given, else every host.
+    private func searchedHosts(_ host: String?) -> [String?] {
+        host.map { [$0] } ?? Array(hosts.keys)
     }
 
     /// Removes every key on `host`.
@@ -373,6 +397,34 @@ struct URLIndex: Sendable {
         case .host(let host): removeHost(host)
         case .predicate: removeAll { endpoint.matches(normalizedURL: $0.url) }
         }
+    }
+
+    /// The keys `endpoint` matches, found as `remove(_:)` of an endpoint finds them, without removing
+    /// them; nil for a predicate, which the caller asks about every key (``keys``) outside the lock
+    /// that guards the index.
+    /// - Complexity: as `remove(_:)` of an endpoint.
+    func keys(_ endpoint: Endpoint) -> [CacheKey]? {
+        var found: [CacheKey] = []
+        switch endpoint.selection {
+        case .url(let url):
+            guard let location = Location(normalizedURL: url) else { return unreadable[url] ?? [] }
+            return hosts[location.host]?.node(at: location.segments[...])?.keys(of: url) ?? []
+        case .pathPrefix(let prefix, let host):
+            let (segments, keepingOwnKeys) = Self.prefixSegments(prefix)
+            for host in searchedHosts(host) {
+                guard let node = hosts[host]?.node(at: segments) else { continue }
+                if keepingOwnKeys {
+                    for child in node.children.values { child.forEachKey { found.append($0) } }
+                } else {
+                    node.forEachKey { found.append($0) }
+                }
+            }
+        case .host(let host):
+            hosts[host]?.forEachKey { found.append($0) }
+        case .predicate:
+            return nil
+        }
+        return found
     }
 
     /// Every key held, in no particular order.

@@ -332,8 +332,8 @@ public actor CachedTransport {
     public nonisolated func changes(for endpoint: Endpoint) -> AsyncStream<CacheChange> {
         let endWatch = poller.watch(endpoint) { [weak self] interval in
             // Entries another fetch confirmed within the last half interval wait for the next tick.
-            await self?.revalidate(
-                where: { endpoint.matches(normalizedURL: $0.url) }, skippingConfirmedWithin: interval / 2)
+            guard let self else { return }
+            await revalidate(committer.heldEntries(of: [endpoint]), skippingConfirmedWithin: interval / 2)
         }
         return broadcaster.subscribe(to: endpoint, onTermination: endWatch)
     }
