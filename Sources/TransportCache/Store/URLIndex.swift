@@ -45,36 +45,70 @@ struct URLIndex: Sendable {
         /// Foundation's `path` drops). Nil for anything else (escapes, user info, IPv6 hosts,
         /// other characters), which ``init(parsing:)`` reads.
         init?(plainURL url: String) {
-            var bytes = url.utf8[...]
-            if bytes.starts(with: "https://".utf8) {
-                bytes = bytes.dropFirst(8)
-            } else if bytes.starts(with: "http://".utf8) {
-                bytes = bytes.dropFirst(7)
-            } else {
-                return nil
-            }
-            let pathStart = bytes.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? bytes.endIndex
-            let authority = bytes[..<pathStart]
-            let hostEnd = authority.firstIndex(of: UInt8(ascii: ":")) ?? authority.endIndex
-            let host = authority[..<hostEnd]
-            let port = authority[hostEnd...].dropFirst()
-            guard !host.isEmpty, host.allSatisfy(Self.isHostByte),
-                hostEnd == authority.endIndex || (!port.isEmpty && port.allSatisfy { $0 >= 0x30 && $0 <= 0x39 })
-            else { return nil }
-            let rest = bytes[pathStart...]
-            let path = rest[..<(rest.firstIndex(of: UInt8(ascii: "?")) ?? rest.endIndex)]
-            var segments = [""]
-            if path.count <= 1 {
-                segments.append("")
-            } else {
-                for segment in path.dropFirst().split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false) {
-                    guard let first = segment.first, first != UInt8(ascii: "."), segment.allSatisfy(Self.isPathByte)
-                    else { return nil }
-                    segments.append(String(Substring(segment)))
-                }
-            }
-            self.host = String(Substring(host))
+            var url = url
+            guard let location = url.withUTF8({ Self.plain($0) }) else { return nil }
+            self = location
+        }
+
+        private init(host: String, segments: [String]) {
+            self.host = host
             self.segments = segments
+        }
+
+        /// ``init(plainURL:)`` over the URL's bytes, one pass, no Foundation.
+        private static func plain(_ bytes: UnsafeBufferPointer<UInt8>) -> Location? {
+            let count = bytes.count
+            guard count > 8, bytes[0] == UInt8(ascii: "h"), bytes[1] == UInt8(ascii: "t"),
+                bytes[2] == UInt8(ascii: "t"), bytes[3] == UInt8(ascii: "p")
+            else { return nil }
+            var index = bytes[4] == UInt8(ascii: "s") ? 5 : 4
+            guard bytes[index] == UInt8(ascii: ":"), bytes[index + 1] == UInt8(ascii: "/"),
+                bytes[index + 2] == UInt8(ascii: "/")
+            else { return nil }
+            index += 3
+            let hostStart = index
+            while index < count, bytes[index] != UInt8(ascii: "/"), bytes[index] != UInt8(ascii: "?"),
+                bytes[index] != UInt8(ascii: ":")
+            {
+                guard isHostByte(bytes[index]) else { return nil }
+                index += 1
+            }
+            guard index > hostStart else { return nil }
+            let host = string(bytes, hostStart..<index)
+            if index < count, bytes[index] == UInt8(ascii: ":") {
+                index += 1
+                let portStart = index
+                while index < count, bytes[index] != UInt8(ascii: "/"), bytes[index] != UInt8(ascii: "?") {
+                    guard bytes[index] >= 0x30 && bytes[index] <= 0x39 else { return nil }
+                    index += 1
+                }
+                guard index > portStart else { return nil }
+            }
+            var segments = [""]
+            // No path, or the path `/`: both read as `/`.
+            if index < count, bytes[index] == UInt8(ascii: "/") { index += 1 }
+            if index == count || bytes[index] == UInt8(ascii: "?") {
+                segments.append("")
+                return Location(host: host, segments: segments)
+            }
+            while true {
+                let segmentStart = index
+                while index < count, bytes[index] != UInt8(ascii: "/"), bytes[index] != UInt8(ascii: "?") {
+                    guard isPathByte(bytes[index]) else { return nil }
+                    index += 1
+                }
+                // An empty segment (`//`, or a `/` at the end) or one starting with `.`: left to
+                // Foundation, which drops a final `/` and may read dot segments its own way.
+                guard index > segmentStart, bytes[segmentStart] != UInt8(ascii: ".") else { return nil }
+                segments.append(string(bytes, segmentStart..<index))
+                guard index < count, bytes[index] == UInt8(ascii: "/") else { break }
+                index += 1
+            }
+            return Location(host: host, segments: segments)
+        }
+
+        private static func string(_ bytes: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> String {
+            String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
         }
 
         private static func isHostByte(_ byte: UInt8) -> Bool {
@@ -166,9 +200,10 @@ struct URLIndex: Sendable {
                     return false
                 }
             }
-            guard children[first] != nil else { return false }
-            let removed = children[first]!.remove(key, at: segments.dropFirst())
-            if children[first]!.isEmpty { children[first] = nil }
+            // One lookup per level: the child is changed in place through its position.
+            guard let position = children.index(forKey: first) else { return false }
+            let removed = children.values[position].remove(key, at: segments.dropFirst())
+            if children.values[position].isEmpty { children.remove(at: position) }
             return removed
         }
 
