@@ -158,6 +158,12 @@ struct FreshnessPolicy: Sendable {
         return entry.currentAge(at: clock.now)
     }
 
+    /// The wall-clock time `entry` was stored.
+    func receivedDate(of entry: StoredResponse) -> Date {
+        let elapsed = (clock.now - entry.storedAt).components
+        return clock.date.addingTimeInterval(-(Double(elapsed.seconds) + Double(elapsed.attoseconds) * 1e-18))
+    }
+
     private func verdict(for entry: StoredResponse, at now: ContinuousClock.Instant, acceptance: Acceptance)
         -> Verdict
     {

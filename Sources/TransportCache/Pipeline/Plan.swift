@@ -8,6 +8,9 @@ import FoundationNetworking
 enum Plan {
     /// Answer from memory.
     case memory(MemoryAnswer)
+    /// Answer a request's own conditions or range from a fresh stored entry (HTTP caching): a
+    /// `304`, a `206` or a `416` made from it, with nothing sent.
+    case conditional(ConditionalAnswer)
     /// Fetch through the coalesced, stored path.
     case fetch(FetchPlan)
     /// Send as it is, past the store and coalescing.
@@ -23,7 +26,7 @@ enum Plan {
         switch self {
         case .memory(let answer): answer.entry.key
         case .fetch(let plan): plan.key
-        case .send, .unavailable, .gatewayTimeout: nil
+        case .conditional, .send, .unavailable, .gatewayTimeout: nil
         }
     }
 
@@ -45,6 +48,14 @@ struct MemoryAnswer {
     let isObserved: Bool
 
     var data: Data { entry.data }
+}
+
+/// The answer to a request's own conditions or range, made from a stored entry.
+struct ConditionalAnswer {
+    let data: Data
+    let response: URLResponse
+    /// Whether anyone listens to the transport's ``CachedTransport/events()``.
+    let isObserved: Bool
 }
 
 /// A request to fetch, with its key. A class, so that a plan (which a hit returns too) stays the

@@ -56,7 +56,14 @@ final class RequestPlanner: Sendable {
             }
         }
         let directives = RequestDirectives(fields)
-        if let bypass = directives.bypass { return send(request, url: url, because: bypass) }
+        if let bypass = directives.bypass {
+            if bypass == .requestConditions, !refreshing,
+                let answer = conditionalAnswer(request, method: method, key: key, directives: directives)
+            {
+                return answer
+            }
+            return send(request, url: url, because: bypass)
+        }
 
         let (acceptance, reloadReason) = reading(request.cachePolicy, directives, refreshing: refreshing)
         if let reloadReason {
@@ -83,6 +90,33 @@ final class RequestPlanner: Sendable {
             FetchPlan(
                 request: request, key: key, fields: fields, reason: missReason, acceptance: acceptance,
                 isObserved: isObserved))
+    }
+
+    /// With HTTP caching, the answer to a request's own `If-None-Match`, `If-Modified-Since` or
+    /// `Range` from a stored entry of its own key that it may be answered with unvalidated (fresh,
+    /// or stale within its `max-stale`); nil when it goes to the origin as sent. The key holds the
+    /// request's identity (`Authorization`, `Cookie`, partition) and the entry is selected by its
+    /// `Vary`: a condition is never judged against another identity's entry.
+    private func conditionalAnswer(_ request: URLRequest, method: String, key: CacheKey, directives: RequestDirectives)
+        -> Plan?
+    {
+        guard policy.followsHTTPCaching, request.cachePolicy == .useProtocolCachePolicy, !directives.revalidates,
+            let conditions = RequestConditions(request.allHTTPHeaderFields, method: method)
+        else { return nil }
+        var missReason = Plan.FetchReason.noEntry
+        var isObserved = false
+        guard
+            let answer = memoryAnswer(
+                key: key, fields: request.allHTTPHeaderFields, acceptance: .httpRules(directives.cacheControl),
+                isPlanning: false, missReason: &missReason, isObserved: &isObserved),
+            let response = answer.response as? HTTPURLResponse
+        else { return nil }
+        store.record { $0.requests += 1 }
+        let conditional = conditions.answer(
+            for: response, body: answer.data, receivedAt: policy.receivedDate(of: answer.entry))
+        guard conditional != .whole else { return .memory(answer) }
+        let (data, answered) = RequestConditions.response(conditional, from: response, body: answer.data)
+        return .conditional(ConditionalAnswer(data: data, response: answered, isObserved: answer.isObserved))
     }
 
     /// How a request with `cachePolicy` and `directives` may be answered from memory, and why it

@@ -158,7 +158,10 @@ public actor CachedTransport {
     /// - one that carries its own `If-None-Match`, `If-Modified-Since`, `If-Match`,
     ///   `If-Unmodified-Since`, `If-Range` or `Range`, or `Cache-Control: no-store`, goes to the
     ///   origin as sent, past the store and coalescing, and gets the origin's answer (`304`, `206`,
-    ///   `412` …), which is not stored;
+    ///   `412` …), which is not stored; except, with ``Configuration/conformsToHTTPCaching``, a
+    ///   `GET` or `HEAD` whose `If-None-Match`, `If-Modified-Since`, `Range` or `If-Range` a stored
+    ///   entry of its own key may answer unvalidated: it gets a `304`, a `206`, a `416` or the
+    ///   stored answer, made from that entry, and nothing is sent;
     /// - `Cache-Control: no-cache` or `max-age=0` (or `Pragma: no-cache` without `Cache-Control`)
     ///   revalidates: the stored entry is not used without asking the origin, and the answer is
     ///   stored, as for a reload policy.
@@ -268,6 +271,7 @@ public actor CachedTransport {
         let isObserved: Bool? =
             switch plan {
             case .memory(let memory): memory.isObserved
+            case .conditional(let conditional): conditional.isObserved
             case .fetch(let fetchPlan): fetchPlan.isObserved
             default: nil
             }
@@ -276,6 +280,8 @@ public actor CachedTransport {
             switch plan {
             case .memory(let memory):
                 answer = answered(memory, to: request)
+            case .conditional(let conditional):
+                answer = (conditional.data, conditional.response)
             case .fetch(let fetchPlan):
                 answer = try await fetch(fetchPlan)
             case .send(let sendPlan):

@@ -163,7 +163,7 @@ extension CachedTransport {
                     type, of: entry, key: fetchPlan.key, valueKey: valueKey, url: url, decoder: decoder)
             }
             return (try await decode(type, from: data, response: response, url: url, decoder: decoder), data)
-        case .send, .unavailable, .gatewayTimeout:
+        case .conditional, .send, .unavailable, .gatewayTimeout:
             let (data, response) = try await perform(plan, of: request)
             return (try await decode(type, from: data, response: response, url: url, decoder: decoder), data)
         }
