@@ -94,6 +94,8 @@ extension CachedTransport {
             if fetch.isBackground, case .notStored(let reason) = storage, reason.refusesAnswer {
                 store.record { $0.failedBackgroundRevalidations += 1 }
             }
+            // A server error stored on its own explicit freshness is the origin's answer to give.
+            if case .notStored = storage { answerStaleAfterServerError(response, of: fetch, to: &callers) }
             launches = answerCallers(
                 data, response, storage, revalidated: false, of: fetch, to: &callers, in: &machine)
         case .notModified(let data, let response, let storage):
@@ -150,6 +152,25 @@ extension CachedTransport {
         }
     }
 
+    /// Answers each caller that the stored entry may answer instead of `response`, a server error
+    /// (``RequestPlanner/answerAfterServerError(of:fields:response:outcome:)``), with that entry;
+    /// the others get `response`.
+    private nonisolated func answerStaleAfterServerError(
+        _ response: URLResponse, of fetch: Fetch, to callers: inout CallerAnswers
+    ) {
+        for position in callers.positions {
+            guard let waiter = callers.waiter(at: position), waiter.reason != .revalidation else { continue }
+            let attempt = CacheOutcome(
+                source: .network(waiter.reason), joinedFetch: !fetch.wasStarted(by: waiter),
+                networkDuration: callers.duration)
+            if let stale = planner.answerAfterServerError(
+                of: fetch.key, fields: waiter.request.allHTTPHeaderFields, response: response, outcome: attempt)
+            {
+                callers.answer(position, with: .success(stale))
+            }
+        }
+    }
+
     /// Answers each caller whose request the answer's `Vary` serves with `data` and `response`;
     /// the others are detached into fetches of their own, one for each set of values.
     /// - Returns: those fetches, to launch.
@@ -162,7 +183,7 @@ extension CachedTransport {
         let source: (Plan.FetchReason) -> CacheOutcome.Source = revalidated ? { .revalidated($0) } : { .network($0) }
         var unmatched: [Waiter] = []
         for position in callers.positions {
-            guard let waiter = callers.waiter(at: position) else { continue }
+            guard let waiter = callers.waiter(at: position), !callers.isAnswered(position) else { continue }
             guard
                 vary.isEmpty || fetch.wasStarted(by: waiter)
                     || Vary.answer(
@@ -255,6 +276,9 @@ struct CallerAnswers {
     var positions: Range<Int> { waiters.indices }
 
     func waiter(at position: Int) -> Waiter? { waiters[position] }
+
+    /// Whether the caller at `position` has its answer already.
+    func isAnswered(_ position: Int) -> Bool { answers[position] >= 0 }
 
     /// Gives the caller at `position` an answer of its own.
     mutating func answer(_ position: Int, with result: Result<(Data, URLResponse), any Error>) {

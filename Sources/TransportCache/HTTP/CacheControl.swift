@@ -2,8 +2,10 @@
 /// parser of the field in the library.
 ///
 /// Names compare without case; a directive given twice keeps its first value (section 4.2.1). A
-/// delta-seconds value that is not a non-negative integer is recorded as invalid, which callers
-/// treat as the most cautious reading (a response's `max-age` then makes it stale).
+/// delta-seconds value that is not a non-negative integer (`3600.0`, `3600a`, `a3600`) is recorded
+/// as invalid, which callers treat as the most cautious reading (a response's `max-age` then makes
+/// it stale). The grammar (`token [ "=" ( token / quoted-string ) ]`) has no spaces around `=`:
+/// `max-age =60` names another directive, ignored, and `max-age= 60` has an invalid value.
 struct CacheControl: Sendable, Equatable {
     /// A `delta-seconds` argument: a number of seconds, or present but unreadable.
     enum Seconds: Sendable, Equatable {
@@ -27,6 +29,16 @@ struct CacheControl: Sendable, Equatable {
     var mustRevalidate = false
     var isPrivate = false
     var onlyIfCached = false
+    var isPublic = false
+    /// `must-understand`: store only a status whose caching rules the cache implements (section
+    /// 5.2.2.3), and then ignore `no-store`.
+    var mustUnderstand = false
+    /// `proxy-revalidate` or `s-maxage`: rules for shared caches that a private one need not
+    /// follow, but that forbid serving the response stale there.
+    var forbidsStaleInSharedCaches = false
+    /// `stale-if-error` (RFC 5861 section 4): how long past its freshness the response may answer
+    /// when the origin cannot be reached or answers with a server error.
+    var staleIfError: Seconds?
 
     init() {}
 
@@ -37,8 +49,8 @@ struct CacheControl: Sendable, Equatable {
             var name = item
             var argument: Substring?
             if let equals = item.utf8.firstIndex(of: UInt8(ascii: "=")) {
-                name = HeaderList.trimmed(item[..<equals])
-                argument = Self.unquoted(HeaderList.trimmed(item[item.utf8.index(after: equals)...]))
+                name = item[..<equals]
+                argument = Self.unquoted(item[item.utf8.index(after: equals)...])
             }
             switch ASCII.lowercased(String(name)) {
             case "max-age": if maxAge == nil { maxAge = Self.seconds(argument) }
@@ -58,6 +70,10 @@ struct CacheControl: Sendable, Equatable {
             case "must-revalidate": mustRevalidate = true
             case "private": isPrivate = true
             case "only-if-cached": onlyIfCached = true
+            case "public": isPublic = true
+            case "must-understand": mustUnderstand = true
+            case "proxy-revalidate", "s-maxage": forbidsStaleInSharedCaches = true
+            case "stale-if-error": if staleIfError == nil { staleIfError = Self.seconds(argument) }
             default: break
             }
         }

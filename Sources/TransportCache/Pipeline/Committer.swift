@@ -162,20 +162,20 @@ final class Committer: Sendable {
         // body of its own, whatever the storable statuses say.
         if http.statusCode == 206 { return .partialContent }
         if http.statusCode == 304 { return .status(304) }
+        let cacheControl = CacheControl(http.headerValue("cache-control"))
         let storable =
-            storableStatusCodes.contains(http.statusCode)
-            // HTTP caching stores any final status that states its own freshness.
-            || (policy.followsHTTPCaching && (200..<600).contains(http.statusCode)
-                && FreshnessPolicy.hasExplicitFreshness(http))
+            policy.followsHTTPCaching
+            ? storableStatusCodes.contains(http.statusCode) && !cacheControl.mustUnderstand
+                || FreshnessPolicy.httpAllowsStoring(http, cacheControl: cacheControl)
+            : storableStatusCodes.contains(http.statusCode)
         guard storable else { return .status(http.statusCode) }
         // A response that sets a cookie starts or changes a session: it belongs to the exchange
         // that received it, and a later request (perhaps after a sign-out, with the same key
         // headers) must not be handed that session, whatever the header override says.
         if NotModifiedMerge.unstoredFields.contains(where: { http.headerValue($0) != nil }) { return .setsCookie }
-        // What the header override did not rewrite is taken at its word.
-        if let cacheControl = http.headerValue("cache-control"), CacheControl(cacheControl).noStore {
-            return .noStore
-        }
+        // What the header override did not rewrite is taken at its word. Following HTTP,
+        // `must-understand` on a status it understands overrides `no-store` (RFC 9111 5.2.2.3).
+        if cacheControl.noStore, !(policy.followsHTTPCaching && cacheControl.mustUnderstand) { return .noStore }
         return nil
     }
 

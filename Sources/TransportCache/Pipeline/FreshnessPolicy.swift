@@ -68,7 +68,7 @@ struct FreshnessPolicy: Sendable {
             lifetime = TimeInterval(maxAge.seconds ?? 0)
         } else if let expires = response.headerValue("expires") {
             lifetime = HTTPDate.parse(expires).map { max(0, $0.timeIntervalSince(date)) } ?? 0
-        } else if Self.heuristicStatuses.contains(response.statusCode),
+        } else if Self.heuristicStatuses.contains(response.statusCode) || cacheControl.isPublic,
             let lastModified = response.headerValue("last-modified").flatMap(HTTPDate.parse)
         {
             lifetime = max(0, date.timeIntervalSince(lastModified)) / 10
@@ -102,19 +102,32 @@ struct FreshnessPolicy: Sendable {
     static let heuristicStatuses: Set<Int> = [200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501]
 
     /// The `Age` field's seconds: its first member, ignored when that is not a non-negative
-    /// integer (RFC 9111 section 5.1).
+    /// integer (RFC 9111 section 5.1). A member with parameters (`7200;foo=bar`) counts by its
+    /// integer: reading it older never lets an entry answer where ignoring it would not.
     static func age(of response: HTTPURLResponse) -> TimeInterval? {
-        guard let value = response.headerValue("age"), let first = HeaderList.elements(value).first,
-            ASCII.isDigits(first)
-        else { return nil }
+        guard let value = response.headerValue("age"), var first = HeaderList.elements(value).first else {
+            return nil
+        }
+        if let semicolon = first.firstIndex(of: ";") { first = HeaderList.trimmed(first[..<semicolon]) }
+        guard ASCII.isDigits(first) else { return nil }
         return TimeInterval(first) ?? TimeInterval(Int32.max)
     }
 
-    /// True when `response` states its own freshness (`max-age` or `Expires`), which lets a
-    /// cache following HTTP store a status it would not store by default.
-    static func hasExplicitFreshness(_ response: HTTPURLResponse) -> Bool {
-        CacheControl(response.headerValue("cache-control")).maxAge != nil || response.headerValue("expires") != nil
+    /// Whether a cache following HTTP may store `response`, of a final status, whatever the
+    /// configured storable statuses say (RFC 9111 section 3): it states its own freshness
+    /// (`max-age` or `Expires`), says `public`, or has a status HTTP lets a cache reuse with
+    /// heuristic freshness. With `must-understand`, only a status in ``understoodStatuses``.
+    static func httpAllowsStoring(_ response: HTTPURLResponse, cacheControl: CacheControl) -> Bool {
+        guard (200..<600).contains(response.statusCode) else { return false }
+        if cacheControl.mustUnderstand { return understoodStatuses.contains(response.statusCode) }
+        return cacheControl.maxAge != nil || response.headerValue("expires") != nil || cacheControl.isPublic
+            || understoodStatuses.contains(response.statusCode)
     }
+
+    /// The statuses whose caching rules the transport implements: the heuristically cacheable
+    /// ones but `206`, whose part of a resource is never stored. For these, `must-understand`
+    /// lets a response be stored in spite of its `no-store`.
+    static let understoodStatuses = heuristicStatuses.subtracting([206])
 
     // MARK: - When a request asks
 
@@ -194,10 +207,20 @@ struct FreshnessPolicy: Sendable {
         }
     }
 
-    /// Whether `entry` may answer in place of a fetch that failed with a connectivity error
-    /// (``CachedTransport/Configuration/staleIfError``).
-    func mayAnswerAfterFailure(_ entry: StoredResponse) -> Bool {
-        !entry.mustRevalidate
+    /// Whether `entry` may answer in place of a fetch that failed, when `configured`
+    /// (``CachedTransport/Configuration/staleIfError``) or, following HTTP, within the response's
+    /// own `stale-if-error` window past its freshness (RFC 5861 section 4). Never a `no-cache` or
+    /// `must-revalidate` entry, nor, following HTTP, one whose `proxy-revalidate` or `s-maxage`
+    /// forbids a shared cache to serve it stale.
+    func mayAnswerAfterFailure(_ entry: StoredResponse, whenConfigured configured: Bool) -> Bool {
+        guard !entry.mustRevalidate else { return false }
+        guard followsHTTPCaching, let http = entry.response as? HTTPURLResponse else { return configured }
+        let cacheControl = CacheControl(http.headerValue("cache-control"))
+        if cacheControl.forbidsStaleInSharedCaches { return false }
+        if configured { return true }
+        guard let window = cacheControl.staleIfError?.seconds else { return false }
+        guard let expiresAt = entry.expiresAt else { return true }
+        return clock.now - expiresAt <= .seconds(window)
     }
 
     private func isExpired(_ entry: StoredResponse, at now: ContinuousClock.Instant) -> Bool {

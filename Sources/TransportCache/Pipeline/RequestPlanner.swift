@@ -206,20 +206,41 @@ final class RequestPlanner: Sendable {
     }
 
     /// The stored entry a request with `fields` may be answered with after its fetch for `key`
-    /// failed with `error`, marked stale, when ``answersStaleOnError`` and the error is a
-    /// connectivity failure. Its outcome is `outcome` from memory, stale after `error`.
+    /// failed with `error`, marked stale: after a connectivity failure, when ``answersStaleOnError``
+    /// or (following HTTP) the entry's own `stale-if-error` allows it. Its outcome is `outcome`
+    /// from memory, stale after `error`.
     func answerAfterFailure(
         of key: CacheKey, fields: [String: String]?, error: any Error, outcome: CacheOutcome
     ) -> (Data, URLResponse)? {
-        guard answersStaleOnError, let error = error as? URLError, Self.connectivityErrors.contains(error.code),
-            let stored = store.peek(key, selectedBy: fields), policy.mayAnswerAfterFailure(stored)
+        guard let error = error as? URLError, Self.connectivityErrors.contains(error.code) else { return nil }
+        return staleAnswer(of: key, fields: fields, code: error.code, outcome: outcome)
+    }
+
+    /// The stored entry a request with `fields` may be answered with, marked stale, in place of
+    /// `response`, the origin's answer to its fetch for `key`: following HTTP, when that is a
+    /// server error (`500`, `502`, `503`, `504`: RFC 5861 section 4) and ``answersStaleOnError``
+    /// or the entry's own `stale-if-error` allows it. Its outcome reads as a stale answer after
+    /// `URLError.badServerResponse`.
+    func answerAfterServerError(
+        of key: CacheKey, fields: [String: String]?, response: URLResponse, outcome: CacheOutcome
+    ) -> (Data, URLResponse)? {
+        guard policy.followsHTTPCaching, let status = (response as? HTTPURLResponse)?.statusCode,
+            [500, 502, 503, 504].contains(status)
+        else { return nil }
+        return staleAnswer(of: key, fields: fields, code: .badServerResponse, outcome: outcome)
+    }
+
+    private func staleAnswer(
+        of key: CacheKey, fields: [String: String]?, code: URLError.Code, outcome: CacheOutcome
+    ) -> (Data, URLResponse)? {
+        guard let stored = store.peek(key, selectedBy: fields),
+            policy.mayAnswerAfterFailure(stored, whenConfigured: answersStaleOnError)
         else { return nil }
         store.record { $0.staleAnswers += 1 }
         var outcome = outcome
-        outcome.source = .memory(.staleAfterFailure(error.code))
+        outcome.source = .memory(.staleAfterFailure(code))
         outcome.storage = nil
-        let response = HTTPResponseBuilder.stale(
-            stored.response, value: String(error.code.rawValue), outcome: outcome)
+        let response = HTTPResponseBuilder.stale(stored.response, value: String(code.rawValue), outcome: outcome)
         return (stored.data, response)
     }
 
