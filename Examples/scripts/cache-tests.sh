@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the public HTTP cache test suite (github.com/http-tests/cache-tests) against
 # `transport-proxy`, a reverse proxy over one CachedTransport, in the default mode and following
-# HTTP caching, and prints the per-group table beside the suite's published results of browsers
+# HTTP caching (with `staleIfError`, the app's leave to answer stale when the origin fails), and
+# prints the per-group table beside the suite's published results of browsers
 # and proxy caches.
 #
 #     git clone https://github.com/http-tests/cache-tests /tmp/cache-tests
@@ -42,7 +43,7 @@ run() {
 }
 
 run default
-run http-caching --http-caching
+run http-caching --http-caching --stale-if-error
 
 node Examples/scripts/cache-tests-summary.mjs "$suite" \
     "CachedTransport default=$out/default.json" \

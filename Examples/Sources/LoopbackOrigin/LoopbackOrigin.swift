@@ -19,6 +19,8 @@ import ServiceLifecycle
 /// - `cc2=<value>`: a second `Cache-Control` field line after the first;
 /// - `pragma=no-cache`, `vary=<header or *>`, `setcookie=1`: those headers;
 /// - `expires=<value>`: `Expires: <value>` (`past` stands for the epoch);
+/// - `modifiedago=<seconds>`: `Last-Modified` that long ago, whatever the status (a `200`'s own
+///   validator replaces it);
 /// - `gate=1`: wait until the gate is open (see ``closeGate()``);
 /// - `drop=1`: promise a longer body than is sent, then close the connection;
 /// - `reset=1`: reset the connection (TCP RST) without answering, after the gate and the delay;
@@ -342,6 +344,9 @@ enum OriginResponder {
         case let value?: headers[.expires] = value
         }
         if let vary = parameter("vary") { headers[.vary] = vary }
+        if let age = parameter("modifiedago").flatMap(TimeInterval.init) {
+            headers[.lastModified] = Validators.format(Date(timeIntervalSinceNow: -age))
+        }
         if parameter("setcookie") == "1" { headers[.setCookie] = "session=\(hit)" }
         if parameter("loop") == "1" {
             headers[.location] = key

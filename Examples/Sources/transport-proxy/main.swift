@@ -14,16 +14,19 @@ import TransportCache
 // transport is measured by a public HTTP cache test suite (see the README), which talks to a cache
 // in front of its own server.
 //
-//     swift run --package-path Examples transport-proxy --upstream http://127.0.0.1:8000 --port 8080 [--http-caching]
+//     swift run --package-path Examples transport-proxy --upstream http://127.0.0.1:8000 --port 8080 \
+//         [--http-caching] [--stale-if-error]
 //
 // The header override is off: the origin's caching headers are taken at their word. With
 // `--http-caching` the transport follows HTTP caching (`conformsToHTTPCaching`); without it, it
-// keeps its default behaviour.
+// keeps its default behaviour. With `--stale-if-error` (`staleIfError`) a stored answer stands in
+// for an origin that cannot be reached (and, following HTTP, for its 500, 502, 503 or 504).
 
 struct Options {
     var upstream = URL(string: "http://127.0.0.1:8000")!
     var port = 8080
     var httpCaching = false
+    var staleIfError = false
 
     init(_ arguments: [String]) {
         var remaining = arguments.dropFirst()
@@ -32,6 +35,7 @@ struct Options {
             case "--upstream": if let value = remaining.popFirst(), let url = URL(string: value) { upstream = url }
             case "--port": if let value = remaining.popFirst(), let port = Int(value) { self.port = port }
             case "--http-caching": httpCaching = true
+            case "--stale-if-error": staleIfError = true
             default:
                 FileHandle.standardError.write(Data("unknown argument \(argument)\n".utf8))
                 exit(2)
@@ -51,6 +55,7 @@ let options = Options(CommandLine.arguments)
 var configuration = CachedTransport.Configuration()
 configuration.cacheOverride = nil
 configuration.conformsToHTTPCaching = options.httpCaching
+configuration.staleIfError = options.staleIfError
 configuration.changeBufferLimit = 1
 let transport = CachedTransport(configuration: configuration)
 
