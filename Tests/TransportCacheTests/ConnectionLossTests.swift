@@ -30,6 +30,13 @@ struct ConnectionLossTests {
         #expect(underlying.localizedDescription == description)
     }
 
+    @Test("a connection closed before any answer becomes networkConnectionLost")
+    func emptyReply() throws {
+        let original = URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "Empty reply from server"])
+        let normalized = try #require(URLSessionLoader.normalized(original) as? URLError)
+        #expect(normalized.code == .networkConnectionLost)
+    }
+
     @Test("other errors are returned as they are")
     func otherErrors() {
         #expect((URLSessionLoader.normalized(Self.curlError("SSL certificate problem")) as? URLError)?.code == .unknown)

@@ -119,14 +119,17 @@ extension URLSessionLoader {
     /// `error`, except that a connection that broke in the middle of an answer is reported as
     /// `URLError(.networkConnectionLost)` on every platform.
     ///
-    /// Apple platforms report a body cut short (fewer bytes than its `Content-Length`) or a
-    /// connection reset while reading as `.networkConnectionLost`. swift-corelibs-foundation maps
-    /// only a reset seen while connecting to that code; the others arrive as `URLError(.unknown)`
-    /// carrying libcurl's message as their description. Those messages are recognised here, so
-    /// callers, and stale-if-error, see the same code everywhere. The original error is kept as
-    /// the underlying error. Any other error is returned as it is.
+    /// Apple platforms report a body cut short (fewer bytes than its `Content-Length`), a
+    /// connection reset while reading, or one closed before any answer, as
+    /// `.networkConnectionLost`. swift-corelibs-foundation maps only a reset seen while connecting
+    /// to that code; the others arrive as `URLError(.unknown)` (a connection closed before any
+    /// answer as `URLError(.badServerResponse)`) carrying libcurl's message as their description.
+    /// Those messages are recognised here, so callers, and stale-if-error, see the same code
+    /// everywhere. The original error is kept as the underlying error. Any other error is returned
+    /// as it is.
     static func normalized(_ error: any Error) -> any Error {
-        guard let urlError = error as? URLError, urlError.code == .unknown else { return error }
+        guard let urlError = error as? URLError, urlError.code == .unknown || urlError.code == .badServerResponse
+        else { return error }
         let description = urlError.localizedDescription.lowercased()
         guard connectionLossMessages.contains(where: description.contains) else { return error }
         var userInfo = urlError.userInfo
@@ -134,10 +137,12 @@ extension URLSessionLoader {
         return URLError(.networkConnectionLost, userInfo: userInfo)
     }
 
-    /// libcurl's descriptions of a transfer the peer cut off: a partial body (CURLE_PARTIAL_FILE)
-    /// and a failed read or write on an open connection (CURLE_RECV_ERROR, CURLE_SEND_ERROR), in
-    /// the detailed form and in the generic form used when no detail was recorded.
+    /// libcurl's descriptions of a transfer the peer cut off: a partial body (CURLE_PARTIAL_FILE),
+    /// a failed read or write on an open connection (CURLE_RECV_ERROR, CURLE_SEND_ERROR), in
+    /// the detailed form and in the generic form used when no detail was recorded, and a
+    /// connection closed before any answer (CURLE_GOT_NOTHING).
     static let connectionLossMessages = [
+        "empty reply from server",
         "transfer closed with",
         "transferred a partial file",
         "recv failure",
