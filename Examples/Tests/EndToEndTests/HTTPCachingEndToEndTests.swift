@@ -161,3 +161,22 @@ struct HTTPCachingRulesEndToEndTests {
         }
     }
 }
+
+@Suite("Selecting values over TCP")
+struct VaryNormalisationEndToEndTests {
+    @Test("Accept-Language in another order, case or spacing is answered by the same stored representation")
+    func acceptLanguage() async throws {
+        try await withOrigin { origin in
+            var configuration = CachedTransport.Configuration()
+            configuration.conformsToHTTPCaching = true
+            let transport = CachedTransport(configuration: configuration)
+            let path = "/languages?stable=1&vary=Accept-Language&cc=max-age%3D600"
+            for language in ["en, de", "De,EN", " en ,  de "] {
+                _ = try await transport.data(for: request(origin.url(path), headers: ["Accept-Language": language]))
+            }
+            #expect(await origin.hits(path) == 1)
+            _ = try await transport.data(for: request(origin.url(path), headers: ["Accept-Language": "fr"]))
+            #expect(await origin.hits(path) == 2)
+        }
+    }
+}

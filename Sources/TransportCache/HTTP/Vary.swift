@@ -20,8 +20,43 @@ enum Vary {
     {
         VariantSelector(
             fields: names.filter { !keyHeaders.names.contains($0) }.map {
-                VariantSelector.Field(name: $0, value: HeaderFields.value(named: $0, in: fields))
+                VariantSelector.Field(name: $0, value: value(of: $0, in: fields))
             })
+    }
+
+    private static let credentialFields: Set<String> = ["authorization", "proxy-authorization", "cookie"]
+
+    /// The value of the request field `lowercasedName` in `fields`, normalised (see
+    /// ``normalized(_:lowercasedName:)``).
+    static func value(of lowercasedName: String, in fields: [String: String]?) -> String? {
+        HeaderFields.value(named: lowercasedName, in: fields).map { normalized($0, lowercasedName: lowercasedName) }
+    }
+
+    /// `value` of the request field `lowercasedName` in a form two requests that select the same
+    /// representation share (RFC 9111 section 4.1): without the spaces and tabs around it and
+    /// around the commas between list members (quoted strings kept whole); for `Accept-Language`,
+    /// whose language ranges compare without case and whose order carries no meaning beside
+    /// their weights, also lowercased and in sorted order.
+    ///
+    /// Credentials (`Authorization`, `Proxy-Authorization`, `Cookie`) are never normalised: two
+    /// requests whose credentials differ in any byte never share an answer.
+    /// - Complexity: one scan, and no allocation, for a value already in that form without commas.
+    static func normalized(_ value: String, lowercasedName: String) -> String {
+        if credentialFields.contains(lowercasedName) { return value }
+        let isLanguage = lowercasedName == "accept-language"
+        let needsWork = value.utf8.contains { byte in
+            byte == 0x20 || byte == 0x09 || byte == UInt8(ascii: ",") || (isLanguage && byte >= 0x41 && byte <= 0x5A)
+        }
+        guard needsWork else { return value }
+        var members = HeaderList.elements(value).map(String.init)
+        if isLanguage {
+            members = members.map { member in
+                ASCII.lowercased(
+                    member.split(separator: ";").map { String(HeaderList.trimmed($0)) }.joined(separator: ";"))
+            }
+            .sorted()
+        }
+        return members.joined(separator: ", ")
     }
 
     /// `items` in groups whose requests an answer varying on `names` could answer alike: one group
@@ -35,7 +70,7 @@ enum Vary {
         var values: [[String?]] = []
         for item in items {
             let itemFields = fields(item)
-            let itemValues = names.map { HeaderFields.value(named: $0, in: itemFields) }
+            let itemValues = names.map { value(of: $0, in: itemFields) }
             if let position = values.firstIndex(of: itemValues) {
                 groups[position].append(item)
             } else {
@@ -52,7 +87,7 @@ enum Vary {
         varyingOn names: [String], fetchedWith starter: [String: String]?, matches fields: [String: String]?
     ) -> Bool {
         names.allSatisfy { name in
-            name != "*" && HeaderFields.value(named: name, in: starter) == HeaderFields.value(named: name, in: fields)
+            name != "*" && value(of: name, in: starter) == value(of: name, in: fields)
         }
     }
 }

@@ -109,7 +109,8 @@ struct KeyHeaders: Sendable {
 
     /// The values of the key headers in `fields`, aligned with ``names``; empty when none is set.
     ///
-    /// Header names compare without regard to case. When a dictionary holds the same name in two
+    /// Header names compare without regard to case, and values are normalised as `Vary` selects
+    /// (``Vary/normalized(_:lowercasedName:)``). When a dictionary holds the same name in two
     /// spellings, their values are joined in sorted order, so the key does not depend on
     /// dictionary order.
     func values(in fields: [String: String]?) -> [String?] {
@@ -120,6 +121,7 @@ struct KeyHeaders: Sendable {
                 continue
             }
             if values.isEmpty { values = Array(repeating: nil, count: names.count) }
+            let value = Vary.normalized(value, lowercasedName: names[position])
             if let existing = values[position] {
                 values[position] = [existing, value].sorted().joined(separator: ", ")
             } else {

@@ -111,9 +111,13 @@ struct VariantSelector: Sendable, Hashable {
     /// The field names, in order.
     var names: [String] { fields.map(\.name) }
 
-    /// Whether a request with `requestFields` carries the same values.
+    /// Whether a request with `requestFields` carries the same values, once normalised
+    /// (``Vary/normalized(_:lowercasedName:)``; the stored ones are).
     func selects(_ requestFields: [String: String]?) -> Bool {
-        fields.allSatisfy { $0.value == HeaderFields.value(named: $0.name, in: requestFields) }
+        fields.allSatisfy { field in
+            let value = HeaderFields.value(named: field.name, in: requestFields)
+            return field.value == value || field.value == value.map { Vary.normalized($0, lowercasedName: field.name) }
+        }
     }
 }
 
