@@ -52,8 +52,10 @@ public struct CacheOutcome: Sendable, Hashable, CustomStringConvertible {
         /// It is within its stale-while-revalidate window: a background revalidation started.
         case staleWhileRevalidate
         /// The fetch failed with an error of this code, and the entry answered instead
-        /// (``CachedTransport/Configuration/staleIfError``). A code rather than the error, so that
-        /// a reason stays a plain value, which a hit copies for nothing.
+        /// (``CachedTransport/Configuration/staleIfError``, or following HTTP caching the
+        /// response's own `stale-if-error`); `badServerResponse` when, following HTTP caching,
+        /// the origin answered 500, 502, 503 or 504. A code rather than the error, so that a reason
+        /// stays a plain value, which a hit copies for nothing.
         case staleAfterFailure(URLError.Code)
 
         /// A short phrase, as in the outcome's own description.

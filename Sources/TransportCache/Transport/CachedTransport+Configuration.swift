@@ -102,8 +102,16 @@ extension CachedTransport {
         /// - answers from memory carry a generated `Age`;
         /// - the request's `max-age`, `min-fresh`, `max-stale` and `only-if-cached` are honoured
         ///   (`only-if-cached` without a usable entry answers `504 Gateway Timeout`);
-        /// - a response of any final status with explicit freshness may be stored, besides
-        ///   ``storableStatusCodes``;
+        /// - a response of any final status with explicit freshness, `public`, or a heuristically
+        ///   cacheable status (404, 405, 410, 414, 501 besides the 2xx and 3xx ones) may be stored,
+        ///   besides ``storableStatusCodes``; `must-understand` stores such a status in spite of
+        ///   `no-store`, and no other status;
+        /// - a `GET` or `HEAD` with its own `If-None-Match`, `If-Modified-Since` or single-range
+        ///   `Range` is answered from a stored entry of its key that is fresh for it (`304`, `206`,
+        ///   `416` or the stored answer) without the network; `If-Match` and `If-Unmodified-Since`
+        ///   still go to the origin;
+        /// - a response's own `stale-if-error` answers stale within its window when the origin
+        ///   cannot be reached or answers 500, 502, 503 or 504;
         /// - the header override (``cacheOverride``) is not applied: the origin's headers are
         ///   taken at their word.
         ///
@@ -131,8 +139,11 @@ extension CachedTransport {
         /// cannot find the host, timed out, connection lost, including a connection closed or reset
         /// in the middle of the answer) for a key that still has a stored
         /// entry, past its maximum age or being reloaded, answers with that entry instead of the
-        /// error. The answer's response carries the ``CachedTransport/staleHeaderField`` header
-        /// (test it with `isStaleAnswer`). Invalidated entries are gone and never served.
+        /// error. With ``conformsToHTTPCaching``, an answer of 500, 502, 503 or 504 is met the same
+        /// way (its stale answer reads as after `URLError.badServerResponse`), and never for a
+        /// `no-cache`, `must-revalidate`, `proxy-revalidate` or `s-maxage` response. The answer's
+        /// response carries the ``CachedTransport/staleHeaderField`` header (test it with
+        /// `isStaleAnswer`). Invalidated entries are gone and never served.
         ///
         /// Default: false.
         public var staleIfError = false
