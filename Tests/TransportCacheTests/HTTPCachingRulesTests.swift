@@ -6,15 +6,6 @@ import Testing
 @testable import TransportCache
 import TransportCacheTesting
 
-/// An HTTP date `offset` seconds from now.
-private func httpDate(_ offset: TimeInterval = 0) -> String {
-    let formatter = DateFormatter()
-    formatter.locale = Locale(identifier: "en_US_POSIX")
-    formatter.timeZone = TimeZone(identifier: "GMT")
-    formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-    return formatter.string(from: Date().addingTimeInterval(offset))
-}
-
 @Suite("Following HTTP caching: parsing, heuristics, must-understand and stale-if-error")
 struct HTTPCachingRulesTests {
     let url = "https://api.example.com/doc"

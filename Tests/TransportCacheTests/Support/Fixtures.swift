@@ -31,3 +31,12 @@ func request(
 extension Data {
     var text: String { String(decoding: self, as: UTF8.self) }
 }
+
+/// An HTTP date `offset` seconds from now.
+func httpDate(_ offset: TimeInterval = 0) -> String {
+    let formatter = DateFormatter()
+    formatter.locale = Locale(identifier: "en_US_POSIX")
+    formatter.timeZone = TimeZone(identifier: "GMT")
+    formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+    return formatter.string(from: Date().addingTimeInterval(offset))
+}
