@@ -96,6 +96,12 @@ open class CacheOverrideURLProtocol: URLProtocol {
         return outgoing
     }
 
+    /// The task delegate of an inner fetch (see ``NetworkTaskDelegate``). The transport's own
+    /// subclass gives the one that reports metrics to its transport.
+    func innerTaskDelegate() -> NetworkTaskDelegate {
+        NetworkTaskDelegate(metrics: nil)
+    }
+
     /// Called once when the current inner fetch has ended, with its outcome (the response
     /// rewritten), before the outcome is handed to the client on the session's queue. Runs on the
     /// inner session's delegate queue, never after `stopLoading()`; it must not call the client.
@@ -154,8 +160,10 @@ open class CacheOverrideURLProtocol: URLProtocol {
                 outgoing.httpBodyStream = nil
                 outgoing.httpBody = Self.read(stream)
             }
+            let taskDelegate = instance.value.innerTaskDelegate()
             let task = route.session.dataTask(with: outgoing) { data, response, error in
-                var response = response
+                let (data, settled, error) = taskDelegate.settled(data: data, response: response, error: error)
+                var response = settled
                 if let http = response as? HTTPURLResponse, let override = route.override,
                     let url = http.url, override.applies(to: url)
                 {
@@ -163,6 +171,7 @@ open class CacheOverrideURLProtocol: URLProtocol {
                 }
                 instance.value.fetched(Outcome(data: data, response: response, error: error), generation: generation)
             }
+            task.delegate = taskDelegate
             let start = instance.value.loading.withLock { loading in
                 guard case .fetching(generation, nil, _) = loading.phase else { return false }
                 loading.phase = .fetching(generation: generation, task: task, session: route.session)
@@ -247,7 +256,8 @@ open class CacheOverrideURLProtocol: URLProtocol {
 /// Carries a protocol instance into the closures of the queue hop and the inner task.
 ///
 /// `@unchecked Sendable` is safe here: `URLProtocol` is not Sendable, but the instance is only used there
-/// through `loading` (behind a lock) and `fetched(_:generation:)`, which changes `loading` only
+/// through `loading` (behind a lock), `innerTaskDelegate()` (which reads only `request`, `task`
+/// and locked tables) and `fetched(_:generation:)`, which changes `loading` only
 /// under that lock, calls `innerFetchEnded` once per loading, and hands the outcome over in
 /// `deliver()`, which holds that lock across its client calls; `request`, `client` and `task` are
 /// set by the loading system before `startLoading()` and only read.

@@ -20,6 +20,11 @@ package protocol NetworkLoading: Sendable {
     /// - Returns: what cancels the load; a cancelled load completes with an error.
     func start(_ request: URLRequest, completion: @escaping @Sendable (Result<(Data, URLResponse), any Error>) -> Void)
         -> any NetworkLoad
+
+    /// Where the loader reports the metrics of its network tasks, each with the URL its request
+    /// asked for, from then on. The transport calls it once, before it sends anything. The default
+    /// ignores it: a loader with no URLSession tasks has no metrics.
+    func reportMetrics(to report: @escaping @Sendable (URL, URLSessionTaskMetrics) -> Void)
 }
 
 /// A load in progress.
@@ -29,6 +34,8 @@ package protocol NetworkLoad: Sendable {
 }
 
 extension NetworkLoading {
+    package func reportMetrics(to report: @escaping @Sendable (URL, URLSessionTaskMetrics) -> Void) {}
+
     package func start(
         _ request: URLRequest, completion: @escaping @Sendable (Result<(Data, URLResponse), any Error>) -> Void
     )

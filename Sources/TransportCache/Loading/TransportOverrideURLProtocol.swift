@@ -20,6 +20,8 @@ final class TransportOverrideURLProtocol: CacheOverrideURLProtocol {
     struct Route: Sendable {
         let override: CacheOverride?
         let session: URLSession
+        /// Where the inner fetches report their metrics: the transport's events.
+        let metrics: MetricsRelay
     }
 
     private static let routes = Locked([Int: Route]())
@@ -70,6 +72,10 @@ final class TransportOverrideURLProtocol: CacheOverrideURLProtocol {
         // Untagged already. Its cache policy is left as the caller set it: the inner session has
         // no URL cache, so no policy can answer from one, and changing it would copy the request.
         pendingAnswer?.request ?? super.innerRequest()
+    }
+
+    override func innerTaskDelegate() -> NetworkTaskDelegate {
+        NetworkTaskDelegate(metrics: pendingAnswer?.route?.metrics)
     }
 
     override func innerFetchEnded(data: Data?, response: URLResponse?, error: (any Error)?) {

@@ -11,37 +11,63 @@ import FoundationNetworking
 ///
 /// Completion-handler tasks bridged with a continuation are used instead of the async
 /// `data(for:)`, which can deadlock on cancellation in corelibs-foundation 6.3.
+///
+/// The app's session delegate, when it gives one, is the delegate of the session that really
+/// moves the bytes: the inner session of the header override's route, or, with the override off,
+/// this loader's own. Every such task also gets a ``NetworkTaskDelegate``.
 final class URLSessionLoader: NetworkLoading {
     let session: URLSession
     /// Where the header override sends this loader's requests, when it is on.
     private let overrideRoute: (id: Int, route: TransportOverrideURLProtocol.Route)?
     /// The inner session is the process-wide one, which outlives the loader.
     private let sharesInnerSession: Bool
+    /// Where the network tasks' metrics go (see ``reportMetrics(to:)``).
+    let metrics = MetricsRelay()
+    /// Whether this loader's own session is the one that goes to the network (the override is off).
+    private let sendsItself: Bool
 
     /// - Parameters:
     ///   - cacheOverride: when set, requests go through ``TransportOverrideURLProtocol``, which
     ///     fetches them with an inner session made from `configuration` and rewrites their
     ///     caching headers.
+    ///   - sessionDelegate: the delegate of the session that goes to the network. With one, that
+    ///     session is always this loader's own.
     ///   - sharesInnerSession: `configuration` is the default one: fetch through
     ///     ``CacheOverrideURLProtocol/sharedInnerSession``, made from the same, whose connections
     ///     outlive this loader. A new transport then starts on warm connections instead of opening
     ///     its own (on Linux the first request on a new connection also keeps a dispatch write
-    ///     source firing until its answer arrives: about one core busy for that long).
-    init(configuration: URLSessionConfiguration, cacheOverride: CacheOverride?, sharesInnerSession: Bool = false) {
+    ///     source firing until its answer arrives: about one core busy for that long). Ignored
+    ///     with a `sessionDelegate`: a session's delegate hears every task of the session.
+    init(
+        configuration: URLSessionConfiguration, cacheOverride: CacheOverride?,
+        sessionDelegate: (any URLSessionDelegate)? = nil, sharesInnerSession: Bool = false
+    ) {
         let configuration = CacheOverrideURLProtocol.innerConfiguration(from: configuration)
-        self.sharesInnerSession = sharesInnerSession && cacheOverride != nil
+        let sharesInnerSession = sharesInnerSession && cacheOverride != nil && sessionDelegate == nil
+        self.sharesInnerSession = sharesInnerSession
+        sendsItself = cacheOverride == nil
         if let cacheOverride {
             let inner =
                 sharesInnerSession
-                ? CacheOverrideURLProtocol.sharedInnerSession : URLSession(configuration: configuration)
-            let route = TransportOverrideURLProtocol.Route(override: cacheOverride, session: inner)
+                ? CacheOverrideURLProtocol.sharedInnerSession
+                : URLSession(configuration: configuration, delegate: sessionDelegate, delegateQueue: nil)
+            let route = TransportOverrideURLProtocol.Route(override: cacheOverride, session: inner, metrics: metrics)
             overrideRoute = (TransportOverrideURLProtocol.register(route), route)
             configuration.protocolClasses = [TransportOverrideURLProtocol.self] + (configuration.protocolClasses ?? [])
+            session = URLSession(configuration: configuration)
         } else {
             overrideRoute = nil
+            session = URLSession(configuration: configuration, delegate: sessionDelegate, delegateQueue: nil)
         }
         routeValue = overrideRoute.map { String($0.id) }
-        session = URLSession(configuration: configuration)
+    }
+
+    /// The session whose tasks go to the network: the header override's inner session, or this
+    /// loader's own when the override is off.
+    var networkSession: URLSession { overrideRoute?.route.session ?? session }
+
+    func reportMetrics(to report: @escaping @Sendable (URL, URLSessionTaskMetrics) -> Void) {
+        metrics.send(to: report)
     }
 
     /// The value this loader's requests carry in ``TransportOverrideURLProtocol/routeHeader``.
@@ -95,9 +121,16 @@ final class URLSessionLoader: NetworkLoading {
             tagged.allHTTPHeaderFields = fields
         }
         let answer = PendingAnswer(request: request, route: overrideRoute?.route, completion: completion)
+        // Through the override, the inner task is the one that goes to the network and reports
+        // metrics (``TransportOverrideURLProtocol/innerTaskDelegate()``). This task still needs
+        // the delegate on Linux: handed the inner fetch's `401`, corelibs raises the challenge
+        // again here, and would otherwise keep the task (and the session) alive for ever.
+        let taskDelegate = NetworkTaskDelegate(metrics: sendsItself ? metrics : nil)
         let task = session.dataTask(with: tagged) { data, response, error in
+            let (data, response, error) = taskDelegate.settled(data: data, response: response, error: error)
             answer.deliver(Self.result(data: data, response: response, error: error))
         }
+        task.delegate = taskDelegate
         if overrideRoute != nil { answer.await(task) }
         if !handle.start(task) {
             // Cancelled before the task existed: it is never resumed, so its handler never runs.

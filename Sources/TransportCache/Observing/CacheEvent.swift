@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// One thing a ``CachedTransport`` did, for ``CachedTransport/events()``: a request answered,
 /// a fetch started or ended, an answer stored or not, entries evicted or invalidated, a body
@@ -27,6 +30,10 @@ public struct CacheEvent: Sendable, CustomStringConvertible {
         /// A fetch ended: the status (nil when it failed), the body bytes received and how long
         /// it waited on the network.
         case fetchEnded(status: Int?, bytes: Int, duration: Duration)
+        /// URLSession's metrics of a network task the transport sent for the URL (a fetch, each
+        /// of its retries, or a request passed through), reported as the task ends, beside its
+        /// `fetchEnded`. Apple platforms only: swift-corelibs-foundation collects no metrics.
+        case networkMetrics(NetworkMetrics)
         /// A fetched answer was stored; `changedBytes` is false when the same bytes were held.
         case stored(bytes: Int, changedBytes: Bool)
         /// A fetched answer was not stored, for this reason.
@@ -47,6 +54,7 @@ public struct CacheEvent: Sendable, CustomStringConvertible {
             case .fetchStarted: "fetchStarted"
             case .retrying: "retrying"
             case .fetchEnded: "fetchEnded"
+            case .networkMetrics: "networkMetrics"
             case .stored: "stored"
             case .notStored: "notStored"
             case .evicted: "evicted"
@@ -82,6 +90,7 @@ public struct CacheEvent: Sendable, CustomStringConvertible {
         case .fetchEnded(let status, let bytes, let duration):
             let ended = status.map { "status \($0)" } ?? "failed"
             return "fetched \(url): \(ended), \(bytes) bytes, \(CacheOutcome.milliseconds(duration))"
+        case .networkMetrics(let metrics): return "metrics \(url): \(metrics)"
         case .stored(let bytes, let changedBytes):
             return "stored \(url): \(bytes) bytes" + (changedBytes ? "" : ", same bytes")
         case .notStored(let reason): return "not stored \(url): \(reason)"

@@ -120,6 +120,11 @@ final class TransportEvents: Sendable {
         return duration
     }
 
+    /// A network task that fetched `url` finished collecting its metrics.
+    func networkMetrics(_ url: URL, _ metrics: URLSessionTaskMetrics) {
+        emit { CacheEvent(url: url, kind: .networkMetrics(NetworkMetrics(metrics))) }
+    }
+
     // MARK: - The store
 
     func stored(_ url: URL, bytes: Int, changedBytes: Bool) {

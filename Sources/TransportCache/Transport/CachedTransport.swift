@@ -77,16 +77,25 @@ public actor CachedTransport {
     ///     session keeps no `URLCache` and no cookie storage: the transport makes every caching
     ///     decision itself, and a cookie added by the session after the cache key was built would
     ///     let two identities share an entry. Nil, the default, is
-    ///     `URLSessionConfiguration.ephemeral`, and then transports share one inner session per
-    ///     process (see ``CacheOverrideURLProtocol``), so a new transport finds the connections
-    ///     earlier ones opened.
-    public init(configuration: Configuration = .init(), sessionConfiguration: URLSessionConfiguration? = nil) {
+    ///     `URLSessionConfiguration.ephemeral`, and then transports without a `sessionDelegate`
+    ///     share one inner session per process (see ``CacheOverrideURLProtocol``), so a new
+    ///     transport finds the connections earlier ones opened.
+    ///   - sessionDelegate: the app's session delegate, asked about the transport's network tasks:
+    ///     authentication challenges, redirects (follow, rewrite or refuse), task metrics, as
+    ///     URLSession asks a session's delegate. A transport with a delegate has a network session
+    ///     of its own, never shared with another transport. The session keeps the delegate until
+    ///     the transport goes away, so the delegate must not keep the transport.
+    public init(
+        configuration: Configuration = .init(), sessionConfiguration: URLSessionConfiguration? = nil,
+        sessionDelegate: (any URLSessionDelegate)? = nil
+    ) {
         let copied = sessionConfiguration?.copy() as? URLSessionConfiguration
         self.init(
             configuration: configuration,
             loader: URLSessionLoader(
                 configuration: copied ?? .ephemeral,
                 cacheOverride: configuration.effectiveCacheOverride,
+                sessionDelegate: sessionDelegate,
                 sharesInnerSession: copied == nil
             ))
     }
@@ -102,6 +111,7 @@ public actor CachedTransport {
         )
         let inFlight = Locked(FetchStateMachine())
         let reporter = TransportEvents(bufferLimit: configuration.changeBufferLimit, store: store)
+        loader.reportMetrics { url, metrics in reporter.networkMetrics(url, metrics) }
         let committer = Committer(
             store: store,
             broadcaster: ChangeBroadcaster(bufferLimit: configuration.changeBufferLimit),
