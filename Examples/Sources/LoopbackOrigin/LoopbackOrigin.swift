@@ -28,7 +28,9 @@ import ServiceLifecycle
 ///   names, and later ones as the other parameters say;
 /// - `failwith=<code>|reset|drop`: that fault: the status `<code>` (`503` when not given), or what
 ///   `reset=1` or `drop=1` does;
-/// - `redirect=<path>`: `302` to that path;
+/// - `redirect=<path>`: `302` to that path (`redirectstatus=<code>` for another status);
+/// - `basic=<user>:<password>`: `401` with `WWW-Authenticate: Basic realm="loopback"` unless the
+///   request's `Authorization` carries those credentials;
 /// - `loop=1`: `302` to the request's own path and query, for ever;
 /// - `stable=1`: leave `hit=<n>` out of the body, so it changes only with the path's version;
 /// - `kbps=<n>`: send the body of a `200` as a link of that many kilobits per second would;
@@ -289,6 +291,16 @@ enum OriginResponder {
         }
     }
 
+    /// The `401` of a Basic challenge, unless `headers` carry `credentials` (`user:password`).
+    static func basicRefusal(_ credentials: String, _ headers: HTTPFields) -> Response? {
+        let expected = "Basic " + Data(credentials.utf8).base64EncodedString()
+        guard headers[.authorization] != expected else { return nil }
+        var fields = HTTPFields()
+        fields[.wwwAuthenticate] = "Basic realm=\"loopback\""
+        fields[.cacheControl] = "no-store"
+        return Response(status: .unauthorized, headers: fields, body: .init(byteBuffer: ByteBuffer(string: "refused")))
+    }
+
     static func answer(_ request: Request, context: OriginContext, state: OriginState) async throws -> Response {
         var request = request
         let path = request.uri.path
@@ -348,13 +360,17 @@ enum OriginResponder {
             headers[.lastModified] = Validators.format(Date(timeIntervalSinceNow: -age))
         }
         if parameter("setcookie") == "1" { headers[.setCookie] = "session=\(hit)" }
+        if let credentials = parameter("basic"), let refusal = basicRefusal(credentials, request.headers) {
+            return refusal
+        }
         if parameter("loop") == "1" {
             headers[.location] = key
             return Response(status: .found, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "loop")))
         }
         if let location = parameter("redirect") {
             headers[.location] = location
-            return Response(status: .found, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "redirect")))
+            let status = parameter("redirectstatus").flatMap(Int.init).map { HTTPResponse.Status(code: $0) } ?? .found
+            return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "redirect")))
         }
         if parameter("drop") == "1" || fault == "drop" {
             let partial = ByteBuffer(repeating: UInt8(ascii: "d"), count: 1_000)
