@@ -84,7 +84,8 @@ public actor CachedTransport {
     ///     authentication challenges, redirects (follow, rewrite or refuse), task metrics, as
     ///     URLSession asks a session's delegate. A transport with a delegate has a network session
     ///     of its own, never shared with another transport. The session keeps the delegate until
-    ///     the transport goes away, so the delegate must not keep the transport.
+    ///     the transport goes away, so the delegate must not keep the transport. See
+    ///     <doc:SessionDelegate>.
     public init(
         configuration: Configuration = .init(), sessionConfiguration: URLSessionConfiguration? = nil,
         sessionDelegate: (any URLSessionDelegate)? = nil
