@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Testing
 @testable import TransportCache
 
@@ -7,7 +10,8 @@ struct CacheKeyTests {
     let headers = KeyHeaders(extra: ["X-Tenant"])
 
     func key(_ url: String, _ fields: [String: String]? = nil, method: String = "GET") -> CacheKey? {
-        CacheKey(method: method, url: URL(string: url)!, fields: fields, keyHeaders: headers)
+        let url = URL(string: url)!
+        return CacheKey(URLRequest(url: url), method: method, url: url, fields: fields, keyHeaders: headers)
     }
 
     @Test("scheme and host are lowercased, the default port and the fragment dropped")

@@ -38,7 +38,7 @@ struct IndexedInvalidationTests {
     func indexMatchesEndpoints() throws {
         let urls = Self.hosts.flatMap { host in Self.paths.map { "https://\(host)\($0)" } }
         let keys = urls.compactMap {
-            CacheKey(method: "GET", url: URL(string: $0)!, fields: nil, keyHeaders: .init(extra: []))
+            CacheKey(URLRequest(url: URL(string: $0)!), keyHeaders: .init(extra: []))
         }
         let endpoints =
             Self.prefixes.flatMap { prefix in

@@ -85,7 +85,9 @@ extension CachedTransport {
         let started = machine.start(
             key: plan.key, request: plan.request, reason: plan.reason, isReload: plan.isReload,
             requestTime: planner.policy.clock.date, starter: waiter)
-        return .launch(launchable(started))
+        if preparation?.credentials != nil { started.fetch.mayReauthenticate = !RequestPreparation.isRefreshing }
+        // A caller's request was prepared when it was made; a revalidation's is its entry's, of then.
+        return .launch(launchable(started, preparesAgain: waiter == nil || plan.isRevalidation))
     }
 
     /// A fetch to send, once the in-flight lock is released.
@@ -95,15 +97,22 @@ extension CachedTransport {
         let reason: Plan.FetchReason
         /// Whether it asks the origin to confirm a stored entry.
         let isConditional: Bool
+        let key: CacheKey
+        /// Whether it goes through the adapters and the credential again before it is sent: a
+        /// request the transport sends on its own account (see ``RequestPreparation``).
+        var preparesAgain: Bool
+        /// Whether, prepared again, it may go out as another identity than its key's: only a
+        /// resend after a refused credential, whose new credential is the same account's.
+        var mayChangeIdentity = false
     }
 
     /// The launch of a fetch just started, with the request it sends (see ``outgoingRequest(for:)``).
     /// Call with the in-flight lock held.
-    nonisolated func launchable(_ started: (id: Int, fetch: Fetch)) -> Launch {
+    nonisolated func launchable(_ started: (id: Int, fetch: Fetch), preparesAgain: Bool = true) -> Launch {
         let request = outgoingRequest(for: started.fetch)
         return Launch(
             id: started.id, request: request, reason: started.fetch.reason,
-            isConditional: started.fetch.revalidating != nil)
+            isConditional: started.fetch.revalidating != nil, key: started.fetch.key, preparesAgain: preparesAgain)
     }
 
     /// The request `fetch` sends: its starter's, made conditional on the stored entry when there
@@ -126,11 +135,26 @@ extension CachedTransport {
     /// Sends a fetch's request and completes the fetch with the answer, on whatever thread the
     /// loader has it: no task is woken in between.
     nonisolated func launch(_ launch: Launch) {
-        let fetchID = launch.id
         guard let url = launch.request.url else { return }
         let interval = reporter.fetchStarted(url, reason: launch.reason, conditional: launch.isConditional)
-        let load = loader.start(launch.request) { result in
+        if launch.preparesAgain, let preparation {
+            launchPrepared(launch, by: preparation, interval: interval)
+        } else {
+            send(launch.request, of: launch.id, interval: interval)
+        }
+    }
+
+    /// Sends `request` for fetch `fetchID`, whose load it becomes, or part of `prepared`.
+    nonisolated func send(
+        _ request: URLRequest, of fetchID: Int, interval: TransportEvents.FetchInterval,
+        within prepared: PreparedLoad? = nil
+    ) {
+        let load = loader.start(request) { result in
             self.complete(fetchID, with: result, interval: interval)
+        }
+        if let prepared {
+            if !prepared.started(load) { load.cancel() }
+            return
         }
         let action = inFlight.withLock { $0.loadStarted(load, for: fetchID) }
         // Every caller left before the load was recorded (or it has completed: then this does nothing).

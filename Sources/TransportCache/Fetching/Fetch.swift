@@ -52,6 +52,12 @@ final class Fetch: @unchecked Sendable {
     var load: (any NetworkLoad)?
     /// When its current attempt was sent: the request time of HTTP's age calculation.
     var requestTime: Date
+    /// The request last sent with a credential the transport prepared again (a request of the
+    /// transport's own, a resend after a refusal); nil while it is ``request``.
+    var sentRequest: URLRequest?
+    /// Whether a refusal of its credential may still refresh and resend it: once per fetch, and
+    /// never for a credential's refresh's own request (see ``Credentials``).
+    var mayReauthenticate = false
     /// Its attempts so far, from 1 (see ``RetryPolicy``).
     var attempt = 1
 

@@ -46,6 +46,14 @@ extension CachedTransport {
         carryOut(action, of: interval.url)
     }
 
+    /// Completes fetch `fetchID` with `error`, which arose before its request was sent.
+    nonisolated func fail(_ fetchID: Int, with error: any Error, url: URL) {
+        let action = inFlight.withLock { machine in
+            completionStep(of: fetchID, with: .failure(error), duration: .zero, in: &machine)
+        }
+        carryOut(action, of: url)
+    }
+
     /// Carries out a completion's action, with no lock held. Changes are published before any
     /// caller is resumed: a caller that subscribes once its answer is in hears only later changes,
     /// never the one this answer made.
@@ -72,6 +80,10 @@ extension CachedTransport {
         in machine: inout FetchStateMachine
     ) -> CompletionAction {
         guard let fetch = machine.fetches[fetchID] else { return .none }  // Every caller left.
+        if let (refused, credentials) = refusal(of: fetch, after: result) {
+            fetch.load = reauthenticateThenResend(fetchID, refused: refused, by: credentials)
+            return .none
+        }
         if let delay = retryDelay(of: fetch, after: result) {
             fetch.attempt += 1
             fetch.load = waitThenRetry(fetchID, after: delay)
@@ -79,7 +91,10 @@ extension CachedTransport {
         }
         guard let fetched = takeNotModified(result, for: fetch) else {
             fetch.requestTime = planner.policy.clock.date
-            return .resend(Launch(id: fetchID, request: fetch.request, reason: fetch.reason, isConditional: false))
+            return .resend(
+                Launch(
+                    id: fetchID, request: fetch.request, reason: fetch.reason, isConditional: false, key: fetch.key,
+                    preparesAgain: true))
         }
         guard let completed = machine.complete(fetchID, requestTime: planner.policy.clock.date) else { return .none }
         var callers = CallerAnswers(completed.waiters, of: fetch, duration: duration)
@@ -206,7 +221,9 @@ extension CachedTransport {
         // representations of their own.
         return Vary.groups(unmatched, varyingOn: vary, fields: { $0.request.allHTTPHeaderFields }).map { group in
             store.record { $0.networkFetches += 1 }
-            return launchable(machine.restart(group, from: fetch, requestTime: planner.policy.clock.date))
+            // Their own requests, prepared when they were made.
+            return launchable(
+                machine.restart(group, from: fetch, requestTime: planner.policy.clock.date), preparesAgain: false)
         }
     }
 
@@ -214,7 +231,8 @@ extension CachedTransport {
     /// now sent, and counted as a network fetch. Call with the in-flight lock held.
     nonisolated func launchQueued(_ next: (id: Int, fetch: Fetch)) -> Launch {
         store.record { $0.networkFetches += 1 }
-        return launchable(next)
+        // The refreshes' own request, prepared when the first of them was made.
+        return launchable(next, preparesAgain: false)
     }
 
     /// How long `fetch` waits before its next attempt after its current one ended with `result`,

@@ -206,6 +206,27 @@ struct FetchStateMachine: Sendable {
         for key in joinable.keys where matches(key) { joinable[key] = nil }
     }
 
+    /// Takes out the fetches of the keys `matches` selects, those waiting to be sent included,
+    /// with their callers: none of them will store or answer.
+    /// - Returns: the callers, to fail, and the loads, to cancel, once the lock is released.
+    /// - Complexity: O(f) in the fetches in flight.
+    mutating func abandon(where matches: (CacheKey) -> Bool) -> (waiters: [Waiter], loads: [any NetworkLoad]) {
+        var waiters: [Waiter] = []
+        var loads: [any NetworkLoad] = []
+        for (fetchID, fetch) in fetches where matches(fetch.key) {
+            fetches[fetchID] = nil
+            if joinable[fetch.key] == fetchID { joinable[fetch.key] = nil }
+            if queuedRefreshes[fetch.key] == fetchID { queuedRefreshes[fetch.key] = nil }
+            for case let waiter? in fetch.takeWaiters() {
+                waiter.fetchID = nil
+                waiterCount -= 1
+                waiters.append(waiter)
+            }
+            if let load = fetch.load { loads.append(load) }
+        }
+        return (waiters, loads)
+    }
+
     /// An optimistic update of `keys` began: the fetches of them in flight put their answers under
     /// it (see ``Fetch/goesUnderUpdate``) and are no longer joined.
     /// - Complexity: O(f) in the fetches in flight.

@@ -286,9 +286,12 @@ extension URLError {
 }
 
 extension Error {
-    /// This error carrying `outcome` when it is a `URLError`; any other error as it is
-    /// (`CancellationError` among them).
+    /// This error carrying `outcome` when it is a `URLError` or an ``AuthenticationError``; any
+    /// other error as it is (`CancellationError` among them).
     func carrying(_ outcome: CacheOutcome) -> any Error {
-        (self as? URLError)?.carrying(outcome) ?? self
+        if let error = self as? URLError { return error.carrying(outcome) }
+        guard var error = self as? AuthenticationError else { return self }
+        error.cacheOutcome = outcome
+        return error
     }
 }

@@ -395,6 +395,33 @@ final class Committer: Sendable {
         publishQueuedChanges()
     }
 
+    /// Drops everything of `partition`: its entries (with their decoded values), the tags naming
+    /// them, its pending optimistic updates, and its fetches in flight, which neither store nor
+    /// answer; announces the URLs dropped like an invalidation.
+    /// - Returns: the callers of those fetches, to fail, and their loads, to cancel, once every
+    ///   lock is released.
+    /// - Complexity: O(n) in the keys held, read a batch at a time under the lock a hit takes.
+    func dropPartition(_ partition: String) -> (waiters: [Waiter], loads: [any NetworkLoad]) {
+        func belongs(_ key: CacheKey) -> Bool { key.partition == partition }
+        let (abandoned, released) = inFlight.withLock {
+            machine -> ((waiters: [Waiter], loads: [any NetworkLoad]), Released) in
+            let abandoned = machine.abandon(where: belongs)
+            let held = store.copyHeld { key, _ in belongs(key) ? key : nil }
+            let removal = store.removeKeys(.keys(Set(held)), sparing: [])
+            for key in removal.keys { store.forgetDeparture(of: key) }
+            store.pruneTags(keeping: machine.keysInFlight)
+            optimistic.withLock { $0.forget(where: belongs) }
+            reporter.invalidated(removal.keys)
+            if broadcaster.count > 0, !removal.keys.isEmpty {
+                broadcaster.enqueue(.invalidated(urls: Self.urls(of: removal.keys.map(\.url)), endpoint: nil))
+            }
+            return (abandoned, removal.released)
+        }
+        released.release()
+        publishQueuedChanges()
+        return abandoned
+    }
+
     /// Gives memory back for `pressure` (see ``CachedTransport/trim(for:)``). Fetches in flight
     /// are not touched: a trim is about memory, not freshness.
     func trim(for pressure: MemoryPressure) {

@@ -45,7 +45,7 @@ final class RequestPlanner: Sendable {
         }
         let method = request.httpMethod ?? "GET"
         let fields = request.allHTTPHeaderFields
-        guard var key = CacheKey(method: method, url: url, fields: fields, keyHeaders: keyHeaders) else {
+        guard var key = CacheKey(request, method: method, url: url, fields: fields, keyHeaders: keyHeaders) else {
             return send(request, url: url, because: .notHTTP)
         }
         if method != "GET" && method != "HEAD" {
@@ -192,7 +192,9 @@ final class RequestPlanner: Sendable {
             body.count <= maximumQueryBodySize
         else { return .tooLarge }
         return .keyed(
-            CacheKey(method: method, url: key.url, identity: key.identity + ["body " + body.base64EncodedString()]))
+            CacheKey(
+                method: method, url: key.url, identity: key.identity + ["body " + body.base64EncodedString()],
+                partition: key.partition))
     }
 
     /// The stored answer `plan` may take now instead of fetching: a fetch of its key may have

@@ -19,17 +19,22 @@ struct CacheKey: Hashable, Sendable {
     /// so the common request without identity headers allocates nothing here. A query `POST`'s
     /// body follows them.
     let identity: [String?]
-    /// The three above folded into one word when the key is made (see ``KeyDigest``).
+    /// The account the request belongs to (``CachedTransport/Configuration/partition``), in place
+    /// of its `Authorization` and `Cookie` values; nil without one.
+    let partition: String?
+    /// The four above folded into one word when the key is made (see ``KeyDigest``).
     private let digest: UInt64
 
-    init(method: String, url: String, identity: [String?]) {
+    init(method: String, url: String, identity: [String?], partition: String? = nil) {
         self.method = method
         self.url = url
         self.identity = identity
+        self.partition = partition
         var digest = KeyDigest()
         digest.add(url)
         digest.add(method)
         for value in identity { digest.add(value) }
+        if let partition { digest.add(partition) }
         self.digest = digest.value
     }
 
@@ -41,7 +46,7 @@ struct CacheKey: Hashable, Sendable {
 
     static func == (left: CacheKey, right: CacheKey) -> Bool {
         left.digest == right.digest && left.url == right.url && left.method == right.method
-            && left.identity == right.identity
+            && left.identity == right.identity && left.partition == right.partition
     }
 }
 
@@ -95,16 +100,33 @@ struct KeyDigest {
     }
 }
 
-/// The request headers that join the key, lowercased and sorted so keys are stable.
+/// The request headers that join the key, lowercased and sorted so keys are stable, and the
+/// partition that replaces the credentials among them.
 struct KeyHeaders: Sendable {
     static let standard = ["accept", "accept-language", "authorization", "cookie"]
+    /// The headers a partition stands for.
+    static let credentials = ["authorization", "cookie"]
 
     let names: [String]
+    /// ``CachedTransport/Configuration/partition``.
+    let partition: (@Sendable (URLRequest) -> String?)?
 
-    init(extra: some Sequence<String>) {
+    init(extra: some Sequence<String>, partition: (@Sendable (URLRequest) -> String?)? = nil) {
         var all = Set(Self.standard)
         for name in extra { all.insert(name.lowercased()) }
         names = all.sorted()
+        self.partition = partition
+    }
+
+    /// The identity of `request`, whose header fields are `fields`: the values of the key headers
+    /// and its partition, which replaces its credentials' values when it has one.
+    func identity(of request: URLRequest, fields: [String: String]?) -> (values: [String?], partition: String?) {
+        let values = values(in: fields)
+        guard let partition, let declared = partition(request) else { return (values, nil) }
+        guard !values.isEmpty else { return ([], declared) }
+        var kept = values
+        for (position, name) in names.enumerated() where Self.credentials.contains(name) { kept[position] = nil }
+        return (kept.contains { $0 != nil } ? kept : [], declared)
     }
 
     /// The values of the key headers in `fields`, aligned with ``names``; empty when none is set.
@@ -133,17 +155,19 @@ struct KeyHeaders: Sendable {
 }
 
 extension CacheKey {
-    /// The key of a request to an http(s) URL, or nil for another scheme or a URL that cannot be
-    /// normalised. Every key of a request is made here.
-    init?(method: String, url: URL, fields: [String: String]?, keyHeaders: KeyHeaders) {
+    /// The key of `request`, sent with `method` to `url` with header fields `fields`, or nil for
+    /// another scheme or a URL that cannot be normalised. Every key of a request is made here.
+    init?(_ request: URLRequest, method: String, url: URL, fields: [String: String]?, keyHeaders: KeyHeaders) {
         guard let normalized = URLNormalization.normalized(url, httpOnly: true) else { return nil }
-        self.init(method: method, url: normalized, identity: keyHeaders.values(in: fields))
+        let identity = keyHeaders.identity(of: request, fields: fields)
+        self.init(method: method, url: normalized, identity: identity.values, partition: identity.partition)
     }
 
-    /// The key of `request`; see ``init(method:url:fields:keyHeaders:)``.
+    /// The key of `request`; see ``init(_:method:url:fields:keyHeaders:)``.
     init?(_ request: URLRequest, keyHeaders: KeyHeaders) {
         guard let url = request.url else { return nil }
         self.init(
-            method: request.httpMethod ?? "GET", url: url, fields: request.allHTTPHeaderFields, keyHeaders: keyHeaders)
+            request, method: request.httpMethod ?? "GET", url: url, fields: request.allHTTPHeaderFields,
+            keyHeaders: keyHeaders)
     }
 }

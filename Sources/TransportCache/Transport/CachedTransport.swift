@@ -53,6 +53,9 @@ public actor CachedTransport {
     /// The fetches in flight and their callers. Every change to the store holds this lock too, so
     /// that an invalidation and a fetch's store never interleave.
     let inFlight: Locked<FetchStateMachine>
+    /// The adapters and credentials every request goes through before it is keyed
+    /// (``Configuration/requestAdapters``, ``Configuration/authenticate(with:)``); nil without any.
+    nonisolated let preparation: RequestPreparation?
     /// Polls the endpoints streams watch (``Configuration/refreshIntervals``).
     nonisolated let poller: Poller
     /// Bounds the revalidations under way (``Configuration/maximumConcurrentRevalidations``).
@@ -103,7 +106,7 @@ public actor CachedTransport {
 
     /// Makes a transport that loads through `loader` (an in-process origin, for tests).
     package init(configuration: Configuration, loader: any NetworkLoading) {
-        let keyHeaders = KeyHeaders(extra: configuration.keyHeaders)
+        let keyHeaders = KeyHeaders(extra: configuration.keyHeaders, partition: configuration.partition)
         let policy = FreshnessPolicy(configuration)
         let store = ResponseStore(
             memoryCapacity: configuration.memoryCapacity,
@@ -124,6 +127,7 @@ public actor CachedTransport {
         )
         self.configuration = configuration
         self.loader = loader
+        preparation = RequestPreparation(configuration)
         retryPolicy = configuration.retryPolicy
         self.inFlight = inFlight
         poller = Poller(intervals: configuration.refreshIntervals, clock: configuration.clock)
@@ -186,6 +190,13 @@ public actor CachedTransport {
     ///   Each `URLError` carries the outcome of the attempt as `error.cacheOutcome`; a
     ///   `CancellationError`, Swift's own, carries none.
     public nonisolated(nonsending) func data(for request: URLRequest) async throws -> (Data, URLResponse) {
+        if let preparation { return try await answer(try await preparation.prepare(request)) }
+        return try await answer(request)
+    }
+
+    /// ``data(for:)`` of a request the adapters and credentials have made the app's own.
+    @inline(__always)
+    private nonisolated(nonsending) func answer(_ request: URLRequest) async throws -> (Data, URLResponse) {
         let plan = try planner.plan(request)
         // A hit returns without entering another async function, whose frame would come from the
         // task allocator: the path that must cost least runs as plain calls.
@@ -230,6 +241,7 @@ public actor CachedTransport {
     public nonisolated(nonsending) func data(for request: URLRequest, tags: Set<String>) async throws -> (
         Data, URLResponse
     ) {
+        let request = try await preparation?.prepare(request) ?? request
         let plan = try planner.plan(request)
         if !tags.isEmpty, let key = plan.storedKey, store.tag(key, with: tags) {
             // The fetches in flight are read first (the in-flight lock comes before the store's),
@@ -255,7 +267,8 @@ public actor CachedTransport {
     /// the next fetch, sent when that one ends, and share it: any number of concurrent refreshes
     /// of one key reach the origin at most twice. A refresh cancelled while it waits leaves at once.
     public nonisolated(nonsending) func refresh(_ request: URLRequest) async throws -> (Data, URLResponse) {
-        try await perform(try planner.plan(request, refreshing: true), of: request)
+        let request = try await preparation?.prepare(request) ?? request
+        return try await perform(try planner.plan(request, refreshing: true), of: request)
     }
 
     /// Hands over a stored answer to `request`, starting its background revalidation when it was
@@ -382,7 +395,7 @@ public actor CachedTransport {
         let sentAt = ContinuousClock.now
         let answer: (Data, URLResponse)
         do {
-            answer = try await loader.load(plan.request)
+            answer = try await resendingIfRefused(plan, answer: try await loader.load(plan.request))
         } catch {
             if Task.isCancelled { throw CancellationError() }
             let outcome = CacheOutcome(source: .passedThrough(plan.reason), networkDuration: .now - sentAt)

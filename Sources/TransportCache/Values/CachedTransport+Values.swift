@@ -146,6 +146,7 @@ extension CachedTransport {
         for request: URLRequest,
         decoder: any ResponseDecoding
     ) async throws -> (value: Value, data: Data) {
+        let request = try await preparation?.prepare(request) ?? request
         let plan = try planner.plan(request)
         // Present: the plan throws for a request without a URL.
         guard let url = request.url else { throw URLError(.badURL) }

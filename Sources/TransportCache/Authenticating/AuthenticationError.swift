@@ -1,0 +1,50 @@
+import Foundation
+
+/// Why a request failed for want of a credential the origin accepts.
+///
+/// Each caller of a failed request gets it with the outcome of its attempt as ``cacheOutcome``.
+public struct AuthenticationError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public enum Code: Sendable, Hashable {
+        /// The authenticator's ``Authenticator/refresh(_:)`` threw (``underlyingError``).
+        case refreshFailed
+        /// The ``RefreshLimit`` was reached: the origin keeps refusing fresh credentials.
+        case tooManyRefreshes
+        /// The refresh gave back the credential the origin had just refused.
+        case credentialUnchanged
+        /// The origin refused a request sent with no credential: none is set.
+        case noCredential
+        /// A request the transport sends on its own account (a revalidation, a poll, a retry)
+        /// would now go out as another identity than the one its entry belongs to, so it was not
+        /// sent. Declare partitions (``CachedTransport/Configuration/partition``) to keep entries
+        /// through a token refresh.
+        case identityChanged
+        /// Its partition was signed out (``CachedTransport/signOut(partition:)``) while it was in
+        /// flight.
+        case signedOut
+    }
+
+    /// What went wrong.
+    public let code: Code
+    /// The refresh's own error, for ``Code/refreshFailed``.
+    public let underlyingError: (any Error)?
+    /// The outcome of the attempt that failed.
+    public internal(set) var cacheOutcome: CacheOutcome?
+
+    init(_ code: Code, underlyingError: (any Error)? = nil) {
+        self.code = code
+        self.underlyingError = underlyingError
+    }
+
+    /// What went wrong, in a sentence.
+    public var description: String {
+        switch code {
+        case .refreshFailed: "the credential's refresh failed: \(underlyingError.map { "\($0)" } ?? "unknown error")"
+        case .tooManyRefreshes: "the credential was refreshed too many times in a row"
+        case .credentialUnchanged: "the refresh returned the credential the origin refused"
+        case .noCredential: "the origin asked for a credential and none is set"
+        case .identityChanged: "the request would have been sent as another identity than its entry's"
+        case .signedOut: "its partition was signed out"
+        }
+    }
+}

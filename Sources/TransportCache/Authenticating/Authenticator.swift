@@ -1,0 +1,55 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// What the transport needs to know of the app's credentials: how to put one on a request, how to
+/// get a new one, and how to tell that the origin refused one.
+///
+/// Give it to the transport inside ``Credentials``, which holds the current credential and makes
+/// every refresh one shared refresh (see ``CachedTransport/Configuration/authenticate(with:)``).
+public protocol Authenticator: Sendable {
+    /// What proves who the app is: a token, a token pair with its expiry.
+    associatedtype Credential: Sendable
+
+    /// Puts `credential` on `request`, usually as its `Authorization` header.
+    func apply(_ credential: Credential, to request: inout URLRequest)
+
+    /// A new credential in place of `credential`, which the origin refused.
+    ///
+    /// The transport runs one refresh at a time, whatever the number of refused requests. A request
+    /// made through the transport from here goes past the adapters and the authenticator, so the
+    /// refresh never waits for itself. Throw to fail every request that waits for the refresh.
+    func refresh(_ credential: Credential) async throws -> Credential
+
+    /// Whether `response` to `request` says its credential was refused. The default: status 401.
+    func isRefusal(_ response: HTTPURLResponse, to request: URLRequest) -> Bool
+
+    /// Whether `request` was sent with `credential`: when a refused request was sent with a
+    /// credential that has been replaced since, it is sent again with the current one, and no
+    /// refresh is made.
+    func isRequest(_ request: URLRequest, authenticatedWith credential: Credential) -> Bool
+}
+
+extension Authenticator {
+    /// Status 401 (Unauthorized) refuses the credential.
+    public func isRefusal(_ response: HTTPURLResponse, to request: URLRequest) -> Bool {
+        response.statusCode == 401
+    }
+}
+
+/// How many refreshes ``Credentials`` makes within a window before it stops: a credential that
+/// every refresh brings back refused ends in ``AuthenticationError/Code/tooManyRefreshes``
+/// instead of a loop.
+public struct RefreshLimit: Sendable, Hashable {
+    /// The most refreshes started within ``window``. At least 1.
+    public var maximumRefreshes: Int
+    /// How far back refreshes count.
+    public var window: Duration
+
+    /// At most `maximumRefreshes` refreshes within `window`; by default 3 within 30 seconds.
+    public init(maximumRefreshes: Int = 3, window: Duration = .seconds(30)) {
+        self.maximumRefreshes = max(1, maximumRefreshes)
+        self.window = window
+    }
+}
