@@ -410,7 +410,7 @@ final class Committer: Sendable {
             let removal = store.removeKeys(.keys(Set(held)), sparing: [])
             for key in removal.keys { store.forgetDeparture(of: key) }
             store.pruneTags(keeping: machine.keysInFlight)
-            optimistic.withLock { $0.forget(where: belongs) }
+            optimistic.withLock { $0.forget(where: belongs, signingOut: true) }
             reporter.invalidated(removal.keys)
             if broadcaster.count > 0, !removal.keys.isEmpty {
                 broadcaster.enqueue(.invalidated(urls: Self.urls(of: removal.keys.map(\.url)), endpoint: nil))

@@ -192,9 +192,7 @@ final class RequestPlanner: Sendable {
             body.count <= maximumQueryBodySize
         else { return .tooLarge }
         return .keyed(
-            CacheKey(
-                method: method, url: key.url, identity: key.identity + ["body " + body.base64EncodedString()],
-                partition: key.partition))
+            CacheKey(method: method, url: key.url, identity: key.identity + ["body " + body.base64EncodedString()]))
     }
 
     /// The stored answer `plan` may take now instead of fetching: a fetch of its key may have

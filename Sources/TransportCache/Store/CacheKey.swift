@@ -19,23 +19,27 @@ struct CacheKey: Hashable, Sendable {
     /// so the common request without identity headers allocates nothing here. A query `POST`'s
     /// body follows them.
     let identity: [String?]
-    /// The account the request belongs to (``CachedTransport/Configuration/partition``), in place
-    /// of its `Authorization` and `Cookie` values; nil without one.
-    let partition: String?
-    /// The four above folded into one word when the key is made (see ``KeyDigest``).
+    /// The three above folded into one word when the key is made (see ``KeyDigest``).
     private let digest: UInt64
 
-    init(method: String, url: String, identity: [String?], partition: String? = nil) {
+    init(method: String, url: String, identity: [String?]) {
         self.method = method
         self.url = url
         self.identity = identity
-        self.partition = partition
         var digest = KeyDigest()
         digest.add(url)
         digest.add(method)
         for value in identity { digest.add(value) }
-        if let partition { digest.add(partition) }
         self.digest = digest.value
+    }
+
+    /// The account the request belongs to (``CachedTransport/Configuration/partition``), kept in
+    /// ``identity`` in place of its `Authorization` and `Cookie` values; nil without one.
+    var partition: String? {
+        for case let value? in identity where value.hasPrefix(KeyHeaders.partitionPrefix) {
+            return String(value.dropFirst(KeyHeaders.partitionPrefix.count))
+        }
+        return nil
     }
 
     /// Feeds `Hasher` one word instead of every byte of the URL: SipHash over the URL cost more
@@ -46,7 +50,7 @@ struct CacheKey: Hashable, Sendable {
 
     static func == (left: CacheKey, right: CacheKey) -> Bool {
         left.digest == right.digest && left.url == right.url && left.method == right.method
-            && left.identity == right.identity && left.partition == right.partition
+            && left.identity == right.identity
     }
 }
 
@@ -118,15 +122,27 @@ struct KeyHeaders: Sendable {
         self.partition = partition
     }
 
-    /// The identity of `request`, whose header fields are `fields`: the values of the key headers
-    /// and its partition, which replaces its credentials' values when it has one.
-    func identity(of request: URLRequest, fields: [String: String]?) -> (values: [String?], partition: String?) {
-        let values = values(in: fields)
-        guard let partition, let declared = partition(request) else { return (values, nil) }
-        guard !values.isEmpty else { return ([], declared) }
-        var kept = values
-        for (position, name) in names.enumerated() where Self.credentials.contains(name) { kept[position] = nil }
-        return (kept.contains { $0 != nil } ? kept : [], declared)
+    /// What marks a partition among the identity values: a header value holds no control
+    /// character, so no header's value can pass for a partition.
+    static let partitionPrefix = "\u{0}partition "
+
+    /// The identity of `request`, whose header fields are `fields`: the values of the key headers,
+    /// and, when the request has a partition, that partition in place of its credentials' values.
+    @inline(__always)
+    func identity(of request: URLRequest, fields: [String: String]?) -> [String?] {
+        guard let partition else { return values(in: fields) }
+        return identity(of: request, fields: fields, partition: partition)
+    }
+
+    @inline(never)
+    private func identity(
+        of request: URLRequest, fields: [String: String]?, partition: (URLRequest) -> String?
+    ) -> [String?] {
+        var values = values(in: fields)
+        guard let declared = partition(request) else { return values }
+        if values.isEmpty { values = Array(repeating: nil, count: names.count) }
+        for (position, name) in names.enumerated() where Self.credentials.contains(name) { values[position] = nil }
+        return values + [Self.partitionPrefix + declared]
     }
 
     /// The values of the key headers in `fields`, aligned with ``names``; empty when none is set.
@@ -159,8 +175,7 @@ extension CacheKey {
     /// another scheme or a URL that cannot be normalised. Every key of a request is made here.
     init?(_ request: URLRequest, method: String, url: URL, fields: [String: String]?, keyHeaders: KeyHeaders) {
         guard let normalized = URLNormalization.normalized(url, httpOnly: true) else { return nil }
-        let identity = keyHeaders.identity(of: request, fields: fields)
-        self.init(method: method, url: normalized, identity: identity.values, partition: identity.partition)
+        self.init(method: method, url: normalized, identity: keyHeaders.identity(of: request, fields: fields))
     }
 
     /// The key of `request`; see ``init(_:method:url:fields:keyHeaders:)``.

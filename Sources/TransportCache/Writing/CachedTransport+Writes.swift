@@ -107,8 +107,11 @@ extension CachedTransport {
             output = try await write()
         } catch {
             committer.endUpdate(update, keys: keys, confirmed: [:], failed: true)
+            _ = committer.optimistic.withLock { $0.takeSignedOut(update) }
             throw error
         }
+        // Its partition was signed out meanwhile: nothing of it is stored, confirmed or refetched.
+        if committer.optimistic.withLock({ $0.takeSignedOut(update) }) { return output }
         var settlement = Settlement()
         do {
             for answer in try confirmed(output) ?? [] { settlement.take(Result { try entry(for: answer) }) }

@@ -43,6 +43,8 @@ struct OptimisticLayers: Sendable {
 
     private var stacks: [CacheKey: Stack] = [:]
     private var lastID = 0
+    /// The pending updates whose partition was signed out.
+    private var signedOut: Set<Int> = []
 
     /// A new update's identifier.
     mutating func nextID() -> Int {
@@ -134,8 +136,19 @@ struct OptimisticLayers: Sendable {
     var pendingKeys: Set<CacheKey> { stacks.isEmpty ? [] : Set(stacks.keys) }
 
     /// Forgets the pending updates of the keys `matches` selects.
-    mutating func forget(where matches: (CacheKey) -> Bool) {
+    /// - Parameter signingOut: they belong to a partition being signed out: their updates are to
+    ///   store nothing when their writes return (see ``takeSignedOut(_:)``).
+    mutating func forget(where matches: (CacheKey) -> Bool, signingOut: Bool = false) {
         guard !stacks.isEmpty else { return }
-        for key in stacks.keys where matches(key) { stacks[key] = nil }
+        for (key, stack) in stacks where matches(key) {
+            if signingOut { signedOut.formUnion(stack.layers.map(\.id)) }
+            stacks[key] = nil
+        }
+    }
+
+    /// Whether update `id` had keys of a partition signed out while it was pending; it is then
+    /// forgotten.
+    mutating func takeSignedOut(_ id: Int) -> Bool {
+        signedOut.remove(id) != nil
     }
 }

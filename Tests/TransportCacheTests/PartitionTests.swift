@@ -1,0 +1,173 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+@testable import TransportCache
+import TransportCacheTesting
+
+@Suite("Partitions and sign-out")
+struct PartitionTests {
+    let base = "https://api.example.com"
+
+    /// Requests declare their account in `X-Account` (``TokenAuthenticator`` sets it from the
+    /// credential); queries go to `/search`.
+    func transport(
+        _ origin: ScriptedOrigin, credentials: Credentials<TokenAuthenticator>? = nil
+    ) -> CachedTransport {
+        makeTransport(loader: origin) { configuration in
+            if let credentials { configuration.authenticate(with: credentials) }
+            configuration.partition = { $0.value(forHTTPHeaderField: "X-Account") }
+            configuration.queryEndpoints = [.pathPrefix("/search")]
+            configuration.minimumRevalidationInterval = .zero
+        }
+    }
+
+    func get(_ path: String, account: String, token: String? = nil) -> URLRequest {
+        request("\(base)\(path)", headers: ["X-Account": account, "Authorization": "Bearer \(token ?? account)"])
+    }
+
+    @Test("a new token of the same account keeps every entry: the partition, not the token, is in the key")
+    func tokenRefreshKeepsEntries() async throws {
+        let accepted = Locked<Set<String>>(["Bearer me-1"])
+        let origin = authenticatingOrigin(accepting: accepted)
+        let authenticator = TokenAuthenticator()
+        let transport = transport(origin, credentials: Credentials(authenticator, credential: "me-1"))
+        let first = try await transport.data(from: URL(string: "\(base)/feed")!).0
+        // The origin now wants the next token: the next request the transport sends is refused.
+        accepted.withLock { $0 = ["Bearer me-2"] }
+        _ = try await transport.data(from: URL(string: "\(base)/other")!)
+        #expect(authenticator.refreshes == 1)
+        let again = try await transport.data(from: URL(string: "\(base)/feed")!).0
+        #expect(again == first)
+        #expect(origin.callCount(for: "\(base)/feed") == 1)
+        #expect(transport.statistics.memoryHits == 1)
+    }
+
+    @Test("two partitions never share an entry, a fetch in flight, a query's answer or a decoded value")
+    func partitionsShareNothing() async throws {
+        let origin = ScriptedOrigin(
+            gated: true, respond: ScriptedOrigin.ok(headers: ["Content-Type": "application/json"]))
+        let transport = transport(origin)
+        // The same token, two accounts: only the partition tells them apart.
+        let alice = Task { try await transport.data(for: get("/feed", account: "alice", token: "shared")).0 }
+        let bob = Task { try await transport.data(for: get("/feed", account: "bob", token: "shared")).0 }
+        await origin.waitForCalls(2)
+        #expect(transport.statistics.coalescedJoins == 0)
+        origin.openGate()
+        #expect(try await alice.value != bob.value)
+
+        var aliceQuery = get("/search", account: "alice", token: "shared")
+        aliceQuery.httpMethod = "POST"
+        aliceQuery.httpBody = Data("q=1".utf8)
+        var bobQuery = aliceQuery
+        bobQuery.setValue("bob", forHTTPHeaderField: "X-Account")
+        _ = try await transport.data(for: aliceQuery)
+        _ = try await transport.data(for: bobQuery)
+        #expect(origin.callCount(for: "\(base)/search", method: "POST") == 2)
+
+        struct Body: Decodable, Sendable { let ok: Bool? }
+        let decodesBefore = transport.statistics.decodes
+        _ = try? await transport.value(String.self, for: get("/feed", account: "alice", token: "shared"))
+        _ = try? await transport.value(String.self, for: get("/feed", account: "bob", token: "shared"))
+        #expect(transport.statistics.decodes - decodesBefore == 2)
+        #expect(origin.callCount(for: "\(base)/feed") == 2)
+    }
+
+    @Test(
+        "signing a partition out drops its entries, tags and updates, fails its fetches in flight, and leaves the others"
+    )
+    func signOutLeavesNothing() async throws {
+        let origin = ScriptedOrigin(respond: ScriptedOrigin.ok(), holding: { $0.url!.path == "/held" })
+        let transport = transport(origin)
+        _ = try await transport.data(for: get("/feed", account: "alice"), tags: ["mine"])
+        _ = try await transport.data(for: get("/profile", account: "alice"))
+        _ = try await transport.data(for: get("/feed", account: "bob"))
+
+        // An optimistic update of alice's, pending, and a fetch of hers held at the origin.
+        let written = Gate()
+        let update = Task {
+            try await transport.optimisticUpdate(
+                [ProvisionalAnswer(for: get("/profile", account: "alice"), data: Data("provisional".utf8))],
+                write: { try await written.wait() })
+        }
+        await written.waitForArrivals(1)
+        let changes = transport.changes()
+        var iterator = changes.makeAsyncIterator()
+        origin.closeGate()
+        let held = Task { try await transport.data(for: get("/held", account: "alice")) }
+        await origin.waitForCalls(4)
+
+        transport.signOut(partition: "alice")
+        await #expect {
+            try await held.value
+        } throws: { ($0 as? AuthenticationError)?.code == .signedOut }
+        #expect(transport.snapshot().entries.map(\.url.path) == ["/feed"])
+        #expect(transport.statistics.entries == 1)
+        #expect(transport.invalidate(tag: "mine") == 0)
+        #expect(transport.pendingWork.fetches == 0)
+        let change = await iterator.next()
+        #expect(
+            change
+                == .invalidated(urls: [URL(string: "\(base)/feed")!, URL(string: "\(base)/profile")!], endpoint: nil))
+
+        written.open()
+        try await update.value
+        origin.openGate()
+        // Nothing of alice's comes back: neither the provisional answer nor the held fetch's.
+        #expect(transport.snapshot().entries.map(\.url.path) == ["/feed"])
+        #expect(try await transport.data(for: get("/feed", account: "bob")).0.text.contains("call=3"))
+        // A second sign-out finds nothing and announces nothing.
+        transport.signOut(partition: "alice")
+        transport.invalidate(get("/feed", account: "bob"))
+        #expect(await iterator.next() == .invalidated(urls: [URL(string: "\(base)/feed")!], endpoint: nil))
+    }
+
+    @Test("a revalidation in a partition goes out with today's credential")
+    func revalidationCarriesTodaysCredential() async throws {
+        let accepted = Locked<Set<String>>(["Bearer me-1", "Bearer me-2"])
+        let origin = authenticatingOrigin(accepting: accepted)
+        let credentials = Credentials(TokenAuthenticator(), credential: "me-1")
+        let transport = transport(origin, credentials: credentials)
+        _ = try await transport.data(from: URL(string: "\(base)/feed")!)
+        credentials.credential = "me-2"
+        let summary = await transport.revalidateAll()
+        #expect(summary.revalidated == 1 && summary.failed == 0)
+        #expect(origin.calls.map { $0.value(forHTTPHeaderField: "Authorization") } == ["Bearer me-1", "Bearer me-2"])
+    }
+
+    @Test("without partitions, a revalidation that would go out as another identity is not sent")
+    func revalidationNeverChangesIdentity() async throws {
+        let accepted = Locked<Set<String>>(["Bearer alice-1", "Bearer bob-1"])
+        let origin = authenticatingOrigin(accepting: accepted)
+        let credentials = Credentials(TokenAuthenticator(), credential: "alice-1")
+        let transport = makeTransport(loader: origin) { configuration in
+            configuration.authenticate(with: credentials)
+            configuration.minimumRevalidationInterval = .zero
+        }
+        _ = try await transport.data(from: URL(string: "\(base)/feed")!)
+        credentials.credential = "bob-1"
+        let summary = await transport.revalidateAll()
+        #expect(summary.revalidated == 1 && summary.failed == 1)
+        #expect(origin.callCount == 1)
+    }
+
+    @Test("signing out while the partition's refresh runs fails its callers and cancels the refresh")
+    func signOutDuringRefresh() async throws {
+        let origin = authenticatingOrigin(accepting: Locked([]))
+        let gate = Gate()
+        let authenticator = TokenAuthenticator { _, _ in
+            try await gate.wait()
+            return "alice-2"
+        }
+        let transport = transport(origin, credentials: Credentials(authenticator, credential: "alice-1"))
+        let caller = Task { try await transport.data(from: URL(string: "\(self.base)/feed")!) }
+        await gate.waitForArrivals(1)
+        transport.signOut(partition: "alice")
+        await #expect {
+            try await caller.value
+        } throws: { ($0 as? AuthenticationError)?.code == .signedOut }
+        await gate.waitForCancellations(1)
+        #expect(transport.statistics.entries == 0)
+    }
+}
