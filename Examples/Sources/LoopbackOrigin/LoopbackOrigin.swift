@@ -45,6 +45,12 @@ import ServiceLifecycle
 /// `Content-Range`, or `416` when the range is outside the body.
 ///
 /// Other methods bump the path's version, answer with the request body echoed and `X-Version`.
+///
+/// Bearer tokens: a request with `token=1` gets `401 Unauthorized` (with `WWW-Authenticate:
+/// Bearer`) unless it carries `Authorization: Bearer <the current token>`. A `POST` to `/token`
+/// issues a new token (`t1`, `t2` …), makes it the current one and answers it as its body; with
+/// `bogus=1` it answers a token that is never accepted. ``expireToken()`` replaces the current
+/// token as if it had expired. The first token is `t0`.
 public final class LoopbackOrigin: Sendable {
     /// `http://127.0.0.1:<port>`.
     public let baseURL: URL
@@ -145,6 +151,12 @@ public final class LoopbackOrigin: Sendable {
     @discardableResult
     public func bumpVersion(of path: String) async -> Int { await state.bumpVersion(of: path) }
 
+    /// The token requests with `token=1` must carry.
+    public var currentToken: String { get async { await state.currentToken } }
+
+    /// Replaces the current token with one no client has been given, as an expired token is.
+    public func expireToken() async { await state.expireToken() }
+
     /// From now on, requests with `gate=1` wait until ``openGate()``.
     public func closeGate() async { await state.closeGate() }
 
@@ -185,6 +197,8 @@ actor OriginState {
     private(set) var maximumConcurrentRequests = 0
     private var lastHeaders: [String: [String: String]] = [:]
     private var versions: [String: Int] = [:]
+    private(set) var currentToken = "t0"
+    private var tokensMade = 0
     private var gateOpen = true
     private var gateWaiters: [CheckedContinuation<Void, Never>] = []
     private var hitWaiters: [(key: String, count: Int, continuation: CheckedContinuation<Void, Never>)] = []
@@ -240,6 +254,18 @@ actor OriginState {
     func bumpVersion(of path: String) -> Int {
         versions[path, default: 0] += 1
         return versions[path]!
+    }
+
+    /// A new token, now the current one.
+    func issueToken() -> String {
+        tokensMade += 1
+        currentToken = "t\(tokensMade)"
+        return currentToken
+    }
+
+    func expireToken() {
+        tokensMade += 1
+        currentToken = "expired-\(tokensMade)"
     }
 
     func closeGate() { gateOpen = false }
@@ -332,6 +358,9 @@ enum OriginResponder {
         }
         let status = HTTPResponse.Status(
             code: fault.flatMap(Int.init) ?? parameter("status").flatMap(Int.init) ?? 200)
+        if let answer = await tokenAnswer(request, path: path, status: status, parameter: parameter, state: state) {
+            return answer
+        }
 
         guard request.method == .get || request.method == .head else {
             let body = try await request.collectBody(upTo: 64 * 1024 * 1024)
@@ -432,6 +461,27 @@ enum OriginResponder {
                 })
         }
         return Response(status: status, headers: headers, body: .init(byteBuffer: body))
+    }
+}
+
+extension OriginResponder {
+    /// The answer of `/token`, or a `401` to a `token=1` request without the current token; nil
+    /// for any other request.
+    static func tokenAnswer(
+        _ request: Request, path: String, status: HTTPResponse.Status, parameter: (String) -> String?,
+        state: OriginState
+    ) async -> Response? {
+        if path == "/token", request.method == .post {
+            guard status == .ok else { return Response(status: status) }
+            let token = parameter("bogus") == "1" ? "bogus" : await state.issueToken()
+            return Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: token)))
+        }
+        guard parameter("token") == "1",
+            await request.headers[.authorization] != "Bearer \(state.currentToken)"
+        else { return nil }
+        var headers = HTTPFields()
+        headers[.wwwAuthenticate] = "Bearer"
+        return Response(status: .unauthorized, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "refused")))
     }
 }
 

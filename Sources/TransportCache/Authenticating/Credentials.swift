@@ -58,7 +58,7 @@ public final class Credentials<Authenticating: Authenticator>: Sendable {
 }
 
 extension Credentials: CredentialApplying {
-    func authenticate(_ request: URLRequest) async throws -> URLRequest {
+    nonisolated(nonsending) func authenticate(_ request: URLRequest) async throws -> URLRequest {
         while true {
             let next = state.withLock { state -> (URLRequest?, SharedRefresh?) in
                 if let refresh = state.refresh { return (nil, refresh) }
@@ -135,7 +135,7 @@ extension Credentials: CredentialApplying {
 /// The type-erased view of ``Credentials`` the transport holds.
 protocol CredentialApplying: Sendable {
     /// `request` with the current credential on it, once any refresh under way has ended.
-    func authenticate(_ request: URLRequest) async throws -> URLRequest
+    nonisolated(nonsending) func authenticate(_ request: URLRequest) async throws -> URLRequest
     /// Whether `response` to `request` refuses its credential.
     func isRefusal(_ response: URLResponse, to request: URLRequest) -> Bool
     /// Returns once a credential other than the one `request` was refused with is current:

@@ -27,10 +27,11 @@ import FoundationNetworking
 /// ]
 /// ```
 public struct RequestAdapter: Sendable {
-    let adapt: @Sendable (URLRequest) async throws -> URLRequest
+    let adapt: nonisolated(nonsending) @Sendable (URLRequest) async throws -> URLRequest
 
-    /// An adapter that returns `adapt`'s request in place of the one it is given.
-    public init(_ adapt: @escaping @Sendable (URLRequest) async throws -> URLRequest) {
+    /// An adapter that returns `adapt`'s request in place of the one it is given. It runs on the
+    /// caller's executor, as the rest of a request the transport answers from memory does.
+    public init(_ adapt: nonisolated(nonsending) @escaping @Sendable (URLRequest) async throws -> URLRequest) {
         self.adapt = adapt
     }
 }

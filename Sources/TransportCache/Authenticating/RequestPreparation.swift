@@ -23,8 +23,9 @@ final class RequestPreparation: Sendable {
     }
 
     /// `request` after the adapters, with the current credential on it (once a refresh under way
-    /// has ended). A request made by a refresh is returned as it is.
-    func prepare(_ request: URLRequest) async throws -> URLRequest {
+    /// has ended). A request made by a refresh is returned as it is. Runs on the caller's
+    /// executor: a request that waits for no refresh is prepared without leaving it.
+    nonisolated(nonsending) func prepare(_ request: URLRequest) async throws -> URLRequest {
         if Self.isRefreshing { return request }
         var request = request
         for adapter in adapters { request = try await adapter.adapt(request) }

@@ -1,0 +1,260 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import LoopbackOrigin
+import Synchronization
+import Testing
+import TransportCache
+import TransportCacheTesting
+
+/// The signed-in account of these tests: its name, which the transport keys by, and its token.
+struct Session: Sendable, Equatable {
+    var account: String
+    var token: String
+}
+
+/// Bearer tokens from the loopback origin's `/token`, fetched through the transport itself (past
+/// its adapters and authenticator, as a refresh's own request goes). It counts its refreshes and
+/// those that ended cancelled.
+final class OriginTokens: Authenticator {
+    let tokenURL: Mutex<URL>
+    let transport = Mutex<CachedTransport?>(nil)
+    let refreshes = Mutex(0)
+    /// Yields once for each refresh that ended cancelled.
+    let cancelledRefreshes: AsyncStream<Void>
+    private let cancelled: AsyncStream<Void>.Continuation
+
+    init(tokenURL: URL) {
+        self.tokenURL = Mutex(tokenURL)
+        (cancelledRefreshes, cancelled) = AsyncStream.makeStream()
+    }
+
+    func apply(_ session: Session, to request: inout URLRequest) {
+        request.setValue("Bearer \(session.token)", forHTTPHeaderField: "Authorization")
+        request.setValue(session.account, forHTTPHeaderField: "X-Account")
+    }
+
+    func refresh(_ session: Session) async throws -> Session {
+        refreshes.withLock { $0 += 1 }
+        var post = URLRequest(url: tokenURL.withLock { $0 })
+        post.httpMethod = "POST"
+        do {
+            let (data, response) = try await transport.withLock { $0! }.data(for: post)
+            guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw URLError(.userAuthenticationRequired) }
+            return Session(account: session.account, token: String(decoding: data, as: UTF8.self))
+        } catch {
+            if error is CancellationError || (error as? URLError)?.code == .cancelled {
+                cancelled.yield()
+            }
+            throw error
+        }
+    }
+
+    func isRequest(_ request: URLRequest, authenticatedWith session: Session) -> Bool {
+        request.value(forHTTPHeaderField: "Authorization") == "Bearer \(session.token)"
+    }
+}
+
+@Suite("Credentials, partitions and sign-out against a real origin")
+struct AuthenticationEndToEndTests {
+    /// A transport keyed by account, with `credentials` from `tokens`.
+    static func transport(
+        _ tokens: OriginTokens, _ credentials: Credentials<OriginTokens>,
+        _ configure: (inout CachedTransport.Configuration) -> Void = { _ in }
+    ) -> CachedTransport {
+        var configuration = CachedTransport.Configuration()
+        configuration.authenticate(with: credentials)
+        configuration.partition = { $0.value(forHTTPHeaderField: "X-Account") }
+        configure(&configuration)
+        let transport = CachedTransport(configuration: configuration)
+        tokens.transport.withLock { $0 = transport }
+        return transport
+    }
+
+    @Test("twenty screens refused at once: one refresh, twenty resends, twenty answers, the entries kept through it")
+    func twentyRefusalsOneRefresh() async throws {
+        try await withOrigin { origin in
+            let tokens = OriginTokens(tokenURL: origin.url("/token"))
+            let credentials = Credentials(tokens, credential: Session(account: "me", token: "t0"))
+            let transport = Self.transport(tokens, credentials)
+            let kept = origin.url("/kept?token=1&stable=1")
+            let before = try await transport.data(from: kept).0
+            await origin.expireToken()
+            await origin.closeGate()
+            let screens = (0..<20).map { index in
+                Task { try await transport.data(from: origin.url("/screen/\(index)?token=1&gate=1")).0.text }
+            }
+            for index in 0..<20 { await origin.waitForHits("/screen/\(index)?token=1&gate=1", count: 1) }
+            await origin.openGate()
+            for screen in screens { #expect(try await screen.value.contains("auth=Bearer t1")) }
+            #expect(tokens.refreshes.withLock { $0 } == 1)
+            #expect(await origin.hits(path: "/token") == 1)
+            for index in 0..<20 { #expect(await origin.hits("/screen/\(index)?token=1&gate=1") == 2) }
+            #expect(await origin.lastRequestHeader("Authorization", for: "/token") == nil)
+            // The token changed; the account did not: what it held is still answered from memory.
+            #expect(try await transport.data(from: kept).0 == before)
+            #expect(await origin.hits("/kept?token=1&stable=1") == 1)
+        }
+    }
+
+    @available(macOS 26.0, *)
+    @Test("the callers of one shared fetch share its resend; a credential replaced meanwhile is used without a refresh")
+    func sharedResendAndReplacedCredential() async throws {
+        try await withOrigin { origin in
+            let tokens = OriginTokens(tokenURL: origin.url("/token"))
+            let credentials = Credentials(tokens, credential: Session(account: "me", token: "old"))
+            let transport = Self.transport(tokens, credentials)
+            let shared = "/shared?token=1&gate=1"
+            let callers = await startHeldCallers(5, of: shared, on: transport, origin: origin)
+            // The app signs in again meanwhile: the refused fetch is resent with that credential.
+            credentials.credential = Session(account: "me", token: "t0")
+            await origin.openGate()
+            for caller in callers { #expect(try await caller.value.0.text.contains("auth=Bearer t0")) }
+            #expect(await origin.hits(shared) == 2)
+            #expect(tokens.refreshes.withLock { $0 } == 0)
+        }
+    }
+
+    @Test("a request made during the refresh waits for it and goes out once, with the new token")
+    func requestsWaitForTheRefresh() async throws {
+        try await withOrigin { origin in
+            let tokens = OriginTokens(tokenURL: origin.url("/token?gate=1"))
+            let credentials = Credentials(tokens, credential: Session(account: "me", token: "old"))
+            let transport = Self.transport(tokens, credentials)
+            await origin.closeGate()
+            let refused = Task { try await transport.data(from: origin.url("/a?token=1")).0.text }
+            await origin.waitForHits("/token?gate=1", count: 1)
+            let later = Task { try await transport.data(from: origin.url("/b?token=1")).0.text }
+            await origin.openGate()
+            #expect(try await refused.value.contains("auth=Bearer t1"))
+            #expect(try await later.value.contains("auth=Bearer t1"))
+            #expect(await origin.hits("/b?token=1") == 1)
+            #expect(await origin.hits("/a?token=1") == 2)
+        }
+    }
+
+    @Test("a failed refresh fails every waiting caller with its outcome and stores nothing; a later one tries again")
+    func failedRefresh() async throws {
+        try await withOrigin { origin in
+            let tokens = OriginTokens(tokenURL: origin.url("/token?status=500"))
+            let credentials = Credentials(tokens, credential: Session(account: "me", token: "old"))
+            let transport = Self.transport(tokens, credentials)
+            await origin.closeGate()
+            let callers = (0..<3).map { index in
+                Task { try await transport.data(from: origin.url("/item/\(index)?token=1&gate=1")) }
+            }
+            for index in 0..<3 { await origin.waitForHits("/item/\(index)?token=1&gate=1", count: 1) }
+            await origin.openGate()
+            for caller in callers {
+                await #expect {
+                    try await caller.value
+                } throws: { error in
+                    let error = error as? AuthenticationError
+                    return error?.code == .refreshFailed && error?.cacheOutcome?.source == .network(.noEntry)
+                }
+            }
+            #expect(transport.snapshot().entries.isEmpty)
+            #expect(tokens.refreshes.withLock { $0 } == 1)
+            tokens.tokenURL.withLock { $0 = origin.url("/token") }
+            #expect(try await transport.data(from: origin.url("/item/0?token=1")).0.text.contains("auth=Bearer t1"))
+        }
+    }
+
+    @Test("an origin that refuses every new token ends in tooManyRefreshes, not a loop")
+    func refreshLimit() async throws {
+        try await withOrigin { origin in
+            let tokens = OriginTokens(tokenURL: origin.url("/token?bogus=1"))
+            let credentials = Credentials(
+                tokens, credential: Session(account: "me", token: "old"),
+                limit: RefreshLimit(maximumRefreshes: 1, window: .seconds(3600)))
+            let transport = Self.transport(tokens, credentials)
+            let (_, response) = try await transport.data(from: origin.url("/a?token=1"))
+            #expect((response as? HTTPURLResponse)?.statusCode == 401)
+            await #expect {
+                try await transport.data(from: origin.url("/b?token=1"))
+            } throws: { ($0 as? AuthenticationError)?.code == .tooManyRefreshes }
+            #expect(await origin.hits(path: "/token") == 1)
+            #expect(transport.statistics.entries == 0)
+        }
+    }
+
+    @Test("when every caller waiting for a refresh is cancelled, the refresh's own request is cancelled")
+    func abandonedRefresh() async throws {
+        try await withOrigin { origin in
+            let tokens = OriginTokens(tokenURL: origin.url("/token?gate=1"))
+            let credentials = Credentials(tokens, credential: Session(account: "me", token: "old"))
+            let transport = Self.transport(tokens, credentials)
+            await origin.closeGate()
+            let caller = Task { try await transport.data(from: origin.url("/a?token=1")) }
+            await origin.waitForHits("/token?gate=1", count: 1)
+            caller.cancel()
+            await #expect(throws: CancellationError.self) { try await caller.value }
+            let ended = await ending(within: .seconds(30)) {
+                var cancellations = tokens.cancelledRefreshes.makeAsyncIterator()
+                return await cancellations.next() != nil
+            }
+            #expect(try ended?.get() == true)
+            await origin.openGate()
+            #expect(credentials.credential?.token == "old")
+        }
+    }
+
+    @Test("two accounts never share an entry, a fetch in flight, a query's answer or a revalidation")
+    func partitionsShareNothing() async throws {
+        try await withOrigin { origin in
+            var configuration = CachedTransport.Configuration()
+            configuration.partition = { $0.value(forHTTPHeaderField: "X-Account") }
+            configuration.queryEndpoints = [.pathPrefix("/search")]
+            configuration.minimumRevalidationInterval = .zero
+            let transport = CachedTransport(configuration: configuration)
+            func get(_ account: String) -> URLRequest {
+                request(origin.url("/feed?gate=1"), headers: ["X-Account": account, "Authorization": "Bearer same"])
+            }
+            await origin.closeGate()
+            let alice = Task { try await transport.data(for: get("alice")).0 }
+            let bob = Task { try await transport.data(for: get("bob")).0 }
+            await origin.waitForHits("/feed?gate=1", count: 2)
+            #expect(transport.statistics.coalescedJoins == 0)
+            await origin.openGate()
+            #expect(try await alice.value != bob.value)
+
+            for account in ["alice", "bob"] {
+                var query = request(origin.url("/search"), method: "POST", headers: ["X-Account": account])
+                query.httpBody = Data("q=1".utf8)
+                _ = try await transport.data(for: query)
+            }
+            #expect(await origin.hits("/search") == 2)
+            let summary = await transport.revalidateAll()
+            #expect(summary.revalidated == 4)
+            #expect(await origin.hits("/feed?gate=1") == 4)
+        }
+    }
+
+    @Test("signing an account out leaves nothing of it in memory or in flight; the next account sees none of it")
+    func signOut() async throws {
+        try await withOrigin { origin in
+            let tokens = OriginTokens(tokenURL: origin.url("/token"))
+            let credentials = Credentials(tokens, credential: Session(account: "alice", token: "t0"))
+            let transport = Self.transport(tokens, credentials)
+            _ = try await transport.data(for: request(origin.url("/feed?token=1")), tags: ["feed"])
+            _ = try await transport.data(from: origin.url("/profile?token=1"))
+            await origin.closeGate()
+            let inFlight = Task { try await transport.data(from: origin.url("/messages?token=1&gate=1")) }
+            await origin.waitForHits("/messages?token=1&gate=1", count: 1)
+
+            credentials.credential = Session(account: "bob", token: await origin.currentToken)
+            transport.signOut(partition: "alice")
+            await #expect {
+                try await inFlight.value
+            } throws: { ($0 as? AuthenticationError)?.code == .signedOut }
+            await origin.openGate()
+            #expect(transport.snapshot().entries.isEmpty)
+            #expect(transport.invalidate(tag: "feed") == 0)
+            let bobsFeed = try await transport.data(from: origin.url("/feed?token=1")).0.text
+            #expect(bobsFeed.contains("auth=Bearer t0"))
+            #expect(await origin.hits("/feed?token=1") == 2)
+            #expect(transport.snapshot().entries.count == 1)
+        }
+    }
+}
