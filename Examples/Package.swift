@@ -29,6 +29,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "TransportCache", package: "TransportCache"),
             ]
         ),
         .executableTarget(

@@ -31,11 +31,13 @@ instructions() {
 hit=$(instructions hit)
 lookup=$(instructions dictionary)
 listening=$(instructions hit-listening)
-python3 - "$hit" "$lookup" "$listening" "$count" <<'PY'
+adapter=$(instructions hit-adapter)
+python3 - "$hit" "$lookup" "$listening" "$adapter" "$count" <<'PY'
 import sys
-hit, lookup, listening, count = (int(value) for value in sys.argv[1:])
+hit, lookup, listening, adapter, count = (int(value) for value in sys.argv[1:])
 print(f"instructions per hit: {hit / count:.0f}")
 print(f"instructions per Dictionary<String, Data> lookup: {lookup / count:.0f}")
 print(f"ratio: {hit / lookup:.1f}x")
 print(f"instructions per hit with one events() listener: {listening / count:.0f}")
+print(f"instructions per hit with one request adapter adding a header: {adapter / count:.0f}")
 PY

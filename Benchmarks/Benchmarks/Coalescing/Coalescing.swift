@@ -121,4 +121,42 @@ let benchmarks: @Sendable () -> Void = {
             try await stop()
         }
     }
+
+    // Twenty screens whose token expired meanwhile, each asking for its own URL at once: every one
+    // is refused, one refresh gets a new token from the origin's /token, and each is sent again.
+    // `originHits` counts every request the origin received, the refresh's own included.
+    Benchmark(
+        "Credentials: 20 concurrent 401s, one refresh",
+        configuration: .init(
+            metrics: [.wallClock, .custom("originHits"), .custom("refreshes")],
+            maxDuration: .seconds(isSmokeRun ? 1 : 10),
+            maxIterations: isSmokeRun ? 2 : 20
+        )
+    ) { benchmark in
+        let origin = origin.value
+        let tokens = OriginTokens(tokenURL: origin.url("/token"))
+        var configuration = CachedTransport.Configuration()
+        configuration.authenticate(
+            with: Credentials(tokens, credential: OriginAccount(name: "me", token: await origin.currentToken)))
+        let transport = CachedTransport(configuration: configuration)
+        tokens.use(transport)
+        await origin.expireToken()
+        let urls = (0..<20).map { _ in nextURL("credentials").appending(queryItems: [.init(name: "token", value: "1")])
+        }
+        let before = await origin.totalHits
+        benchmark.startMeasurement()
+        try await Task.detached {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for url in urls { group.addTask { _ = try await transport.data(from: url) } }
+                try await group.waitForAll()
+            }
+        }.value
+        benchmark.stopMeasurement()
+        benchmark.measurement(.custom("originHits"), await origin.totalHits - before)
+        benchmark.measurement(.custom("refreshes"), tokens.refreshes)
+    } setup: {
+        try await start()
+    } teardown: {
+        try await stop()
+    }
 }

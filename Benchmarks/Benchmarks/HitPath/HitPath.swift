@@ -13,6 +13,8 @@ import TransportCache
 
 private let origin = Shared<LoopbackOrigin>()
 private let transport = Shared<CachedTransport>()
+/// A transport whose one adapter adds a header to every request, primed with the same entries.
+private let adapted = Shared<CachedTransport>()
 private let hotRequests = Shared<[URLRequest]>()
 private let plain = Shared<URLSession>()
 
@@ -25,6 +27,9 @@ private func startOrigin() async throws {
     let all = requests(on: started, count: keyCount)
     try await prime(cached, with: all)
     transport.value = cached
+    let withAdapter = CachedTransport(configuration: adapterConfiguration())
+    try await prime(withAdapter, with: all)
+    adapted.value = withAdapter
     hotRequests.value = all
 }
 
@@ -32,12 +37,13 @@ private func stopOrigin() async throws {
     await origin.value.stop()
     origin.clear()
     transport.clear()
+    adapted.clear()
 }
 
 /// Times `benchmark`'s iterations of a hit on one of the stored entries, from a detached task.
-private func measureHits(_ benchmark: Benchmark) async throws {
+private func measureHits(_ benchmark: Benchmark, on other: CachedTransport? = nil) async throws {
     let request = hotRequests.value[7]
-    let transport = transport.value
+    let transport = other ?? transport.value
     let iterations = benchmark.scaledIterations
     benchmark.startMeasurement()
     try await Task.detached {
@@ -69,6 +75,14 @@ let benchmarks: @Sendable () -> Void = {
         let listener = Task.detached { for await event in events { blackHole(event) } }
         try await measureHits(benchmark)
         listener.cancel()
+    } setup: {
+        try await startOrigin()
+    } teardown: {
+        try await stopOrigin()
+    }
+
+    Benchmark("Hit: CachedTransport.data(for:) with one adapter adding a header", configuration: perHit) { benchmark in
+        try await measureHits(benchmark, on: adapted.value)
     } setup: {
         try await startOrigin()
     } teardown: {

@@ -146,3 +146,17 @@ public func timedMissPair(
     }
     return (plainTime, missTime)
 }
+
+/// A configuration whose one request adapter adds a header that is not part of the key, as an app
+/// adding its version to every request would.
+public func adapterConfiguration() -> CachedTransport.Configuration {
+    var configuration = CachedTransport.Configuration()
+    configuration.requestAdapters = [
+        RequestAdapter { request in
+            var request = request
+            request.setValue("4.2", forHTTPHeaderField: "X-App-Version")
+            return request
+        }
+    ]
+    return configuration
+}

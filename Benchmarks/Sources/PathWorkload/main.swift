@@ -13,6 +13,7 @@ import TransportCache
 //     PathWorkload hit 100000          100,000 hits, over 1,000 stored entries in turn
 //     PathWorkload hit-listening 100000
 //                                      the same with one events() listener reading every event
+//     PathWorkload hit-adapter 100000  the same through one request adapter that adds a header
 //     PathWorkload dictionary 100000   100,000 Dictionary<String, Data> lookups, the same way
 //     PathWorkload hot-hit 100000      100,000 hits on one entry, as the benchmark (and hot-dictionary)
 //     PathWorkload miss 2000           2,000 misses, each a new URL
@@ -37,7 +38,7 @@ let arguments = CommandLine.arguments.dropFirst()
 guard let mode = arguments.first, let count = arguments.dropFirst().first.flatMap(Int.init) else {
     FileHandle.standardError.write(
         Data(
-            "usage: PathWorkload hit|hit-listening|dictionary|hot-hit|hot-dictionary|miss|plain-miss|miss-alternating|slow-miss|plain-slow-miss|coalesce|coalesce-warm|floor COUNT [ROUNDS]\n"
+            "usage: PathWorkload hit|hit-listening|hit-adapter|dictionary|hot-hit|hot-dictionary|miss|plain-miss|miss-alternating|slow-miss|plain-slow-miss|coalesce|coalesce-warm|floor COUNT [ROUNDS]\n"
                 .utf8))
     exit(2)
 }
@@ -113,10 +114,11 @@ func run() async throws {
     let clock = ContinuousClock()
     var elapsed = Duration.zero
     switch mode {
-    case "hit", "hit-listening":
+    case "hit", "hit-listening", "hit-adapter":
         // As in the benchmark, 1,000 stored entries; each is asked for in turn, so that the count
         // does not depend on how one key's hash happens to fall (the origin's port changes it).
-        let transport = CachedTransport()
+        // `hit-adapter`: through one request adapter that adds a header.
+        let transport = CachedTransport(configuration: mode == "hit-adapter" ? adapterConfiguration() : .init())
         let all = requests(on: origin, count: 1_000)
         try await prime(transport, with: all)
         // Hits need no origin; stopped, its timers do not run during the count.

@@ -184,6 +184,49 @@ print(
 
     """)
 
+// 6. The app's credentials: the token expires while twenty screens load, then the user signs out.
+let tokens = OriginTokens(tokenURL: origin.url("/token"))
+let credentials = Credentials(tokens, credential: OriginAccount(name: "ada", token: await origin.currentToken))
+var accountConfiguration = CachedTransport.Configuration()
+accountConfiguration.authenticate(with: credentials)
+accountConfiguration.partition = { $0.value(forHTTPHeaderField: "X-Account") }
+let accountTransport = CachedTransport(configuration: accountConfiguration)
+tokens.use(accountTransport)
+let inbox = origin.url("/inbox?token=1&stable=1")
+_ = try await accountTransport.data(from: inbox)
+await origin.expireToken()
+let screensLoaded = try await concurrently(20) { @Sendable in
+    _ = try await accountTransport.data(from: origin.url("/screen/\(Int.random(in: 0..<1_000_000))?token=1"))
+}
+let inboxAgain = try await accountTransport.response(for: URLRequest(url: inbox)).2
+let refused = await origin.totalHits
+// The user signs out while a request of theirs is still on its way; the next user signs in.
+await origin.closeGate()
+let late = Task { try await accountTransport.data(from: origin.url("/inbox?token=1&gate=1")) }
+await origin.waitForHits("/inbox?token=1&gate=1", count: 1)
+credentials.credential = OriginAccount(name: "grace", token: await origin.currentToken)
+accountTransport.signOut(partition: "ada")
+await origin.openGate()
+let lateOutcome: String
+do {
+    _ = try await late.value
+    lateOutcome = "answered"
+} catch {
+    lateOutcome = "\(error)"
+}
+let gracesInbox = try await accountTransport.response(for: URLRequest(url: inbox))
+print(
+    """
+    6. Twenty screens load while the token has expired; then ada signs out with a request in flight
+       CachedTransport         \(tokens.refreshes) refresh, 20 answers in \(seconds(screensLoaded)) \
+    (\(refused) origin requests so far); ada's inbox after the new token: \(inboxAgain)
+                               ada's request in flight: \(lateOutcome)
+                               grace's inbox: \(gracesInbox.2), \
+    \(String(decoding: gracesInbox.0, as: UTF8.self).contains("path=/inbox") ? "her own" : "?"); \
+    ada's entries left: \(accountTransport.snapshot().entries.count - 1)
+
+    """)
+
 let statistics = transport.statistics
 print(
     """

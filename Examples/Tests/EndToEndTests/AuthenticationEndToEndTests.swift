@@ -3,58 +3,9 @@ import Foundation
 import FoundationNetworking
 #endif
 import LoopbackOrigin
-import Synchronization
 import Testing
 import TransportCache
 import TransportCacheTesting
-
-/// The signed-in account of these tests: its name, which the transport keys by, and its token.
-struct Session: Sendable, Equatable {
-    var account: String
-    var token: String
-}
-
-/// Bearer tokens from the loopback origin's `/token`, fetched through the transport itself (past
-/// its adapters and authenticator, as a refresh's own request goes). It counts its refreshes and
-/// those that ended cancelled.
-final class OriginTokens: Authenticator {
-    let tokenURL: Mutex<URL>
-    let transport = Mutex<CachedTransport?>(nil)
-    let refreshes = Mutex(0)
-    /// Yields once for each refresh that ended cancelled.
-    let cancelledRefreshes: AsyncStream<Void>
-    private let cancelled: AsyncStream<Void>.Continuation
-
-    init(tokenURL: URL) {
-        self.tokenURL = Mutex(tokenURL)
-        (cancelledRefreshes, cancelled) = AsyncStream.makeStream()
-    }
-
-    func apply(_ session: Session, to request: inout URLRequest) {
-        request.setValue("Bearer \(session.token)", forHTTPHeaderField: "Authorization")
-        request.setValue(session.account, forHTTPHeaderField: "X-Account")
-    }
-
-    func refresh(_ session: Session) async throws -> Session {
-        refreshes.withLock { $0 += 1 }
-        var post = URLRequest(url: tokenURL.withLock { $0 })
-        post.httpMethod = "POST"
-        do {
-            let (data, response) = try await transport.withLock { $0! }.data(for: post)
-            guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw URLError(.userAuthenticationRequired) }
-            return Session(account: session.account, token: String(decoding: data, as: UTF8.self))
-        } catch {
-            if error is CancellationError || (error as? URLError)?.code == .cancelled {
-                cancelled.yield()
-            }
-            throw error
-        }
-    }
-
-    func isRequest(_ request: URLRequest, authenticatedWith session: Session) -> Bool {
-        request.value(forHTTPHeaderField: "Authorization") == "Bearer \(session.token)"
-    }
-}
 
 @Suite("Credentials, partitions and sign-out against a real origin")
 struct AuthenticationEndToEndTests {
@@ -68,7 +19,7 @@ struct AuthenticationEndToEndTests {
         configuration.partition = { $0.value(forHTTPHeaderField: "X-Account") }
         configure(&configuration)
         let transport = CachedTransport(configuration: configuration)
-        tokens.transport.withLock { $0 = transport }
+        tokens.use(transport)
         return transport
     }
 
@@ -76,7 +27,7 @@ struct AuthenticationEndToEndTests {
     func twentyRefusalsOneRefresh() async throws {
         try await withOrigin { origin in
             let tokens = OriginTokens(tokenURL: origin.url("/token"))
-            let credentials = Credentials(tokens, credential: Session(account: "me", token: "t0"))
+            let credentials = Credentials(tokens, credential: OriginAccount(name: "me", token: "t0"))
             let transport = Self.transport(tokens, credentials)
             let kept = origin.url("/kept?token=1&stable=1")
             let before = try await transport.data(from: kept).0
@@ -88,7 +39,7 @@ struct AuthenticationEndToEndTests {
             for index in 0..<20 { await origin.waitForHits("/screen/\(index)?token=1&gate=1", count: 1) }
             await origin.openGate()
             for screen in screens { #expect(try await screen.value.contains("auth=Bearer t1")) }
-            #expect(tokens.refreshes.withLock { $0 } == 1)
+            #expect(tokens.refreshes == 1)
             #expect(await origin.hits(path: "/token") == 1)
             for index in 0..<20 { #expect(await origin.hits("/screen/\(index)?token=1&gate=1") == 2) }
             #expect(await origin.lastRequestHeader("Authorization", for: "/token") == nil)
@@ -103,16 +54,16 @@ struct AuthenticationEndToEndTests {
     func sharedResendAndReplacedCredential() async throws {
         try await withOrigin { origin in
             let tokens = OriginTokens(tokenURL: origin.url("/token"))
-            let credentials = Credentials(tokens, credential: Session(account: "me", token: "old"))
+            let credentials = Credentials(tokens, credential: OriginAccount(name: "me", token: "old"))
             let transport = Self.transport(tokens, credentials)
             let shared = "/shared?token=1&gate=1"
             let callers = await startHeldCallers(5, of: shared, on: transport, origin: origin)
             // The app signs in again meanwhile: the refused fetch is resent with that credential.
-            credentials.credential = Session(account: "me", token: "t0")
+            credentials.credential = OriginAccount(name: "me", token: "t0")
             await origin.openGate()
             for caller in callers { #expect(try await caller.value.0.text.contains("auth=Bearer t0")) }
             #expect(await origin.hits(shared) == 2)
-            #expect(tokens.refreshes.withLock { $0 } == 0)
+            #expect(tokens.refreshes == 0)
         }
     }
 
@@ -120,7 +71,7 @@ struct AuthenticationEndToEndTests {
     func requestsWaitForTheRefresh() async throws {
         try await withOrigin { origin in
             let tokens = OriginTokens(tokenURL: origin.url("/token?gate=1"))
-            let credentials = Credentials(tokens, credential: Session(account: "me", token: "old"))
+            let credentials = Credentials(tokens, credential: OriginAccount(name: "me", token: "old"))
             let transport = Self.transport(tokens, credentials)
             await origin.closeGate()
             let refused = Task { try await transport.data(from: origin.url("/a?token=1")).0.text }
@@ -138,7 +89,7 @@ struct AuthenticationEndToEndTests {
     func failedRefresh() async throws {
         try await withOrigin { origin in
             let tokens = OriginTokens(tokenURL: origin.url("/token?status=500"))
-            let credentials = Credentials(tokens, credential: Session(account: "me", token: "old"))
+            let credentials = Credentials(tokens, credential: OriginAccount(name: "me", token: "old"))
             let transport = Self.transport(tokens, credentials)
             await origin.closeGate()
             let callers = (0..<3).map { index in
@@ -155,8 +106,8 @@ struct AuthenticationEndToEndTests {
                 }
             }
             #expect(transport.snapshot().entries.isEmpty)
-            #expect(tokens.refreshes.withLock { $0 } == 1)
-            tokens.tokenURL.withLock { $0 = origin.url("/token") }
+            #expect(tokens.refreshes == 1)
+            tokens.setTokenURL(origin.url("/token"))
             #expect(try await transport.data(from: origin.url("/item/0?token=1")).0.text.contains("auth=Bearer t1"))
         }
     }
@@ -166,7 +117,7 @@ struct AuthenticationEndToEndTests {
         try await withOrigin { origin in
             let tokens = OriginTokens(tokenURL: origin.url("/token?bogus=1"))
             let credentials = Credentials(
-                tokens, credential: Session(account: "me", token: "old"),
+                tokens, credential: OriginAccount(name: "me", token: "old"),
                 limit: RefreshLimit(maximumRefreshes: 1, window: .seconds(3600)))
             let transport = Self.transport(tokens, credentials)
             let (_, response) = try await transport.data(from: origin.url("/a?token=1"))
@@ -183,7 +134,7 @@ struct AuthenticationEndToEndTests {
     func abandonedRefresh() async throws {
         try await withOrigin { origin in
             let tokens = OriginTokens(tokenURL: origin.url("/token?gate=1"))
-            let credentials = Credentials(tokens, credential: Session(account: "me", token: "old"))
+            let credentials = Credentials(tokens, credential: OriginAccount(name: "me", token: "old"))
             let transport = Self.transport(tokens, credentials)
             await origin.closeGate()
             let caller = Task { try await transport.data(from: origin.url("/a?token=1")) }
@@ -235,7 +186,7 @@ struct AuthenticationEndToEndTests {
     func signOut() async throws {
         try await withOrigin { origin in
             let tokens = OriginTokens(tokenURL: origin.url("/token"))
-            let credentials = Credentials(tokens, credential: Session(account: "alice", token: "t0"))
+            let credentials = Credentials(tokens, credential: OriginAccount(name: "alice", token: "t0"))
             let transport = Self.transport(tokens, credentials)
             _ = try await transport.data(for: request(origin.url("/feed?token=1")), tags: ["feed"])
             _ = try await transport.data(from: origin.url("/profile?token=1"))
@@ -243,7 +194,7 @@ struct AuthenticationEndToEndTests {
             let inFlight = Task { try await transport.data(from: origin.url("/messages?token=1&gate=1")) }
             await origin.waitForHits("/messages?token=1&gate=1", count: 1)
 
-            credentials.credential = Session(account: "bob", token: await origin.currentToken)
+            credentials.credential = OriginAccount(name: "bob", token: await origin.currentToken)
             transport.signOut(partition: "alice")
             await #expect {
                 try await inFlight.value

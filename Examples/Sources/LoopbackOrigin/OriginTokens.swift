@@ -1,0 +1,77 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Synchronization
+import TransportCache
+
+/// A signed-in account of the loopback origin: its name, which a transport may partition by, and
+/// its bearer token.
+public struct OriginAccount: Sendable, Equatable {
+    /// The account's name.
+    public var name: String
+    /// Its bearer token.
+    public var token: String
+
+    /// The account `name` with `token`.
+    public init(name: String, token: String) {
+        self.name = name
+        self.token = token
+    }
+}
+
+/// The loopback origin's bearer tokens as an ``Authenticator``: a request carries
+/// `Authorization: Bearer <token>` and `X-Account: <name>`; a refresh `POST`s to the origin's
+/// `/token` through the transport given to ``use(_:)``, past its adapters and authenticator. It
+/// counts its refreshes and tells of those that ended cancelled.
+public final class OriginTokens: Authenticator {
+    private let state: Mutex<(tokenURL: URL, transport: CachedTransport?, refreshes: Int)>
+    /// Yields once for each refresh that ended cancelled.
+    public let cancelledRefreshes: AsyncStream<Void>
+    private let cancelled: AsyncStream<Void>.Continuation
+
+    /// Tokens from `tokenURL` (the origin's `/token`, with any of its parameters).
+    public init(tokenURL: URL) {
+        state = Mutex((tokenURL, nil, 0))
+        (cancelledRefreshes, cancelled) = AsyncStream.makeStream()
+    }
+
+    /// Refreshes through `transport` from now on.
+    public func use(_ transport: CachedTransport) { state.withLock { $0.transport = transport } }
+
+    /// Where refreshes ask for a token from now on.
+    public func setTokenURL(_ url: URL) { state.withLock { $0.tokenURL = url } }
+
+    /// The refreshes started so far.
+    public var refreshes: Int { state.withLock { $0.refreshes } }
+
+    /// Sets `Authorization: Bearer <token>` and `X-Account: <name>`.
+    public func apply(_ account: OriginAccount, to request: inout URLRequest) {
+        request.setValue("Bearer \(account.token)", forHTTPHeaderField: "Authorization")
+        request.setValue(account.name, forHTTPHeaderField: "X-Account")
+    }
+
+    /// A new token for `account` from the origin's `/token`.
+    public func refresh(_ account: OriginAccount) async throws -> OriginAccount {
+        let (url, transport) = state.withLock { state in
+            state.refreshes += 1
+            return (state.tokenURL, state.transport)
+        }
+        guard let transport else { throw URLError(.userAuthenticationRequired) }
+        var post = URLRequest(url: url)
+        post.httpMethod = "POST"
+        do {
+            let (data, response) = try await transport.data(for: post)
+            guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw URLError(.userAuthenticationRequired) }
+            return OriginAccount(name: account.name, token: String(decoding: data, as: UTF8.self))
+        } catch {
+            if error is CancellationError || (error as? URLError)?.code == .cancelled { cancelled.yield() }
+            throw error
+        }
+    }
+
+    /// Whether `request` carries `account`'s token.
+    public func isRequest(_ request: URLRequest, authenticatedWith account: OriginAccount) -> Bool {
+        request.value(forHTTPHeaderField: "Authorization") == "Bearer \(account.token)"
+    }
+}
