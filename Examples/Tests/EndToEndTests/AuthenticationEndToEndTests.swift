@@ -85,10 +85,10 @@ struct AuthenticationEndToEndTests {
         }
     }
 
-    @Test("a failed refresh fails every waiting caller with its outcome and stores nothing; a later one tries again")
+    @Test("a refresh refused with a 401 fails every waiting caller with its outcome; a later one retries")
     func failedRefresh() async throws {
         try await withOrigin { origin in
-            let tokens = OriginTokens(tokenURL: origin.url("/token?status=500"))
+            let tokens = OriginTokens(tokenURL: origin.url("/token?status=401"))
             let credentials = Credentials(tokens, credential: OriginAccount(name: "me", token: "old"))
             let transport = Self.transport(tokens, credentials)
             await origin.closeGate()
