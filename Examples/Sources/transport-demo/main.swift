@@ -195,11 +195,12 @@ tokens.use(accountTransport)
 let inbox = origin.url("/inbox?token=1&stable=1")
 _ = try await accountTransport.data(from: inbox)
 await origin.expireToken()
+let requestsBefore = await origin.totalHits
 let screensLoaded = try await concurrently(20) { @Sendable in
     _ = try await accountTransport.data(from: origin.url("/screen/\(Int.random(in: 0..<1_000_000))?token=1"))
 }
 let inboxAgain = try await accountTransport.response(for: URLRequest(url: inbox)).2
-let refused = await origin.totalHits
+let screenRequests = await origin.totalHits - requestsBefore
 // The user signs out while a request of theirs is still on its way; the next user signs in.
 await origin.closeGate()
 let late = Task { try await accountTransport.data(from: origin.url("/inbox?token=1&gate=1")) }
@@ -214,16 +215,17 @@ do {
 } catch {
     lateOutcome = "\(error)"
 }
+let adasEntriesLeft = accountTransport.snapshot().entries.count
 let gracesInbox = try await accountTransport.response(for: URLRequest(url: inbox))
 print(
     """
     6. Twenty screens load while the token has expired; then ada signs out with a request in flight
        CachedTransport         \(tokens.refreshes) refresh, 20 answers in \(seconds(screensLoaded)) \
-    (\(refused) origin requests so far); ada's inbox after the new token: \(inboxAgain)
+    (\(screenRequests) origin requests, the refresh's included); ada's inbox after the new token: \(inboxAgain)
                                ada's request in flight: \(lateOutcome)
                                grace's inbox: \(gracesInbox.2), \
     \(String(decoding: gracesInbox.0, as: UTF8.self).contains("path=/inbox") ? "her own" : "?"); \
-    ada's entries left: \(accountTransport.snapshot().entries.count - 1)
+    ada's entries left: \(adasEntriesLeft)
 
     """)
 

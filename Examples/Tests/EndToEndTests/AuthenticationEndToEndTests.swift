@@ -18,14 +18,17 @@ struct AuthenticationEndToEndTests {
         configuration.authenticate(with: credentials)
         configuration.partition = { $0.value(forHTTPHeaderField: "X-Account") }
         configure(&configuration)
-        let transport = CachedTransport(configuration: configuration)
+        // Room for twenty requests held at the origin at once (six per host by default).
+        let session = URLSessionConfiguration.ephemeral
+        session.httpMaximumConnectionsPerHost = 32
+        let transport = CachedTransport(configuration: configuration, sessionConfiguration: session)
         tokens.use(transport)
         return transport
     }
 
     @Test("twenty screens refused at once: one refresh, twenty resends, twenty answers, the entries kept through it")
     func twentyRefusalsOneRefresh() async throws {
-        try await withOrigin { origin in
+        try await withOrigin { origin async throws in
             let tokens = OriginTokens(tokenURL: origin.url("/token"))
             let credentials = Credentials(tokens, credential: OriginAccount(name: "me", token: "t0"))
             let transport = Self.transport(tokens, credentials)
@@ -38,7 +41,8 @@ struct AuthenticationEndToEndTests {
             }
             for index in 0..<20 { await origin.waitForHits("/screen/\(index)?token=1&gate=1", count: 1) }
             await origin.openGate()
-            for screen in screens { #expect(try await screen.value.contains("auth=Bearer t1")) }
+            // The origin's token after the one that expired.
+            for screen in screens { #expect(try await screen.value.contains("auth=Bearer t2")) }
             #expect(tokens.refreshes == 1)
             #expect(await origin.hits(path: "/token") == 1)
             for index in 0..<20 { #expect(await origin.hits("/screen/\(index)?token=1&gate=1") == 2) }
@@ -52,7 +56,7 @@ struct AuthenticationEndToEndTests {
     @available(macOS 26.0, *)
     @Test("the callers of one shared fetch share its resend; a credential replaced meanwhile is used without a refresh")
     func sharedResendAndReplacedCredential() async throws {
-        try await withOrigin { origin in
+        try await withOrigin { origin async throws in
             let tokens = OriginTokens(tokenURL: origin.url("/token"))
             let credentials = Credentials(tokens, credential: OriginAccount(name: "me", token: "old"))
             let transport = Self.transport(tokens, credentials)
@@ -69,7 +73,7 @@ struct AuthenticationEndToEndTests {
 
     @Test("a request made during the refresh waits for it and goes out once, with the new token")
     func requestsWaitForTheRefresh() async throws {
-        try await withOrigin { origin in
+        try await withOrigin { origin async throws in
             let tokens = OriginTokens(tokenURL: origin.url("/token?gate=1"))
             let credentials = Credentials(tokens, credential: OriginAccount(name: "me", token: "old"))
             let transport = Self.transport(tokens, credentials)
@@ -87,7 +91,7 @@ struct AuthenticationEndToEndTests {
 
     @Test("a refresh refused with a 401 fails every waiting caller with its outcome; a later one retries")
     func failedRefresh() async throws {
-        try await withOrigin { origin in
+        try await withOrigin { origin async throws in
             let tokens = OriginTokens(tokenURL: origin.url("/token?status=401"))
             let credentials = Credentials(tokens, credential: OriginAccount(name: "me", token: "old"))
             let transport = Self.transport(tokens, credentials)
@@ -114,7 +118,7 @@ struct AuthenticationEndToEndTests {
 
     @Test("an origin that refuses every new token ends in tooManyRefreshes, not a loop")
     func refreshLimit() async throws {
-        try await withOrigin { origin in
+        try await withOrigin { origin async throws in
             let tokens = OriginTokens(tokenURL: origin.url("/token?bogus=1"))
             let credentials = Credentials(
                 tokens, credential: OriginAccount(name: "me", token: "old"),
@@ -132,7 +136,7 @@ struct AuthenticationEndToEndTests {
 
     @Test("when every caller waiting for a refresh is cancelled, the refresh's own request is cancelled")
     func abandonedRefresh() async throws {
-        try await withOrigin { origin in
+        try await withOrigin { origin async throws in
             let tokens = OriginTokens(tokenURL: origin.url("/token?gate=1"))
             let credentials = Credentials(tokens, credential: OriginAccount(name: "me", token: "old"))
             let transport = Self.transport(tokens, credentials)
@@ -153,7 +157,7 @@ struct AuthenticationEndToEndTests {
 
     @Test("two accounts never share an entry, a fetch in flight, a query's answer or a revalidation")
     func partitionsShareNothing() async throws {
-        try await withOrigin { origin in
+        try await withOrigin { origin async throws in
             var configuration = CachedTransport.Configuration()
             configuration.partition = { $0.value(forHTTPHeaderField: "X-Account") }
             configuration.queryEndpoints = [.pathPrefix("/search")]
@@ -184,7 +188,7 @@ struct AuthenticationEndToEndTests {
 
     @Test("signing an account out leaves nothing of it in memory or in flight; the next account sees none of it")
     func signOut() async throws {
-        try await withOrigin { origin in
+        try await withOrigin { origin async throws in
             let tokens = OriginTokens(tokenURL: origin.url("/token"))
             let credentials = Credentials(tokens, credential: OriginAccount(name: "alice", token: "t0"))
             let transport = Self.transport(tokens, credentials)
