@@ -10,11 +10,17 @@ let package = Package(
         .library(name: "TransportCache", targets: ["TransportCache"]),
         // For an app's tests: an in-process origin to drive a transport with no server.
         .library(name: "TransportCacheTesting", targets: ["TransportCacheTesting"]),
+        // For SwiftUI screens: observable queries, mutations and paged lists over a transport.
+        .library(name: "TransportCacheQueries", targets: ["TransportCacheQueries"]),
     ],
     targets: [
         .target(name: "TransportCache"),
         .target(name: "TransportCacheTesting", dependencies: ["TransportCache"]),
+        .target(name: "TransportCacheQueries", dependencies: ["TransportCache"]),
         .testTarget(name: "TransportCacheTests", dependencies: ["TransportCache", "TransportCacheTesting"]),
+        .testTarget(
+            name: "TransportCacheQueriesTests",
+            dependencies: ["TransportCacheQueries", "TransportCache", "TransportCacheTesting"]),
         // Every Swift block of the README and the DocC articles, compiled as a reader copies it.
         .testTarget(name: "DocumentationExamplesTests", dependencies: ["TransportCache", "TransportCacheTesting"]),
     ],

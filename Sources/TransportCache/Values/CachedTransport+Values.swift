@@ -139,6 +139,57 @@ extension CachedTransport {
         return stream
     }
 
+    /// The value of `request` decoded as `type` when memory holds an entry the request may use,
+    /// at once and without suspending; nil when the request would have to wait for the network.
+    ///
+    /// For what must be shown in the first frame, such as a view model's initial state: a screen
+    /// made with this value never shows a loading state for data already in memory.
+    ///
+    /// ```swift
+    /// let shown = try transport.cachedValue([Article].self, for: request)?.value
+    /// ```
+    ///
+    /// - The request is planned as ``value(_:for:decoder:)`` plans it: it counts as a request,
+    ///   a hit when memory answers, and an entry within its stale-while-revalidate window answers
+    ///   and starts its background revalidation. Nothing is fetched.
+    /// - The value is the one ``value(_:for:decoder:)`` shares: decoded already, or decoded here,
+    ///   on the caller's thread, and kept with the entry for every later caller. Nil while another
+    ///   caller decodes the entry: ``value(_:for:decoder:)`` waits for that decode.
+    ///
+    /// - Parameters:
+    ///   - type: the type to decode.
+    ///   - request: the request, with the same key and policy rules as ``data(for:)``.
+    ///   - decoder: the decoder; see ``value(_:for:decoder:)``.
+    /// - Returns: the value, the bytes it was decoded from and the answer's ``CacheOutcome``; nil
+    ///   when memory holds no entry that the request may use, or another caller is decoding it.
+    /// - Throws: ``ValueDecodingError`` when the stored status is outside 200-299 or the body does
+    ///   not decode; `URLError(.badURL)` for a request without a URL.
+    /// - Complexity: one locked lookup when the value is decoded already.
+    public nonisolated func cachedValue<Value: Decodable & Sendable>(
+        _ type: Value.Type = Value.self,
+        for request: URLRequest,
+        decoder: any ResponseDecoding = CachedTransport.defaultDecoder
+    ) throws -> (value: Value, data: Data, outcome: CacheOutcome)? {
+        guard case .memory(let answer) = try planner.plan(request), let url = request.url else { return nil }
+        if answer.isObserved { reporter.answered(url, answer.response) }
+        _ = answered(answer, to: request)
+        let outcome = answer.response.cacheOutcome ?? CacheOutcome(source: .memory(answer.reason))
+        let entry = answer.entry
+        let valueKey = DecodedValueKey(type, decoder: decoder)
+        switch store.claimDecode(valueKey, on: entry) {
+        case .decoded(let decoded):
+            return (unsafeDowncast(decoded, to: DecodedValue<Value>.self).value, entry.data, outcome)
+        case .claimed:
+            let result = Result {
+                try decodeHere(type, from: entry.data, response: entry.response, url: url, decoder: decoder)
+            }
+            finishClaimedDecode(result, of: entry, key: entry.key, valueKey: valueKey, decoder: decoder)
+            return (try result.get(), entry.data, outcome)
+        case .busy:
+            return nil
+        }
+    }
+
     /// The value and the bytes it was decoded from: through the same plan as ``data(for:)``, with
     /// the decode shared through the stored entry whenever the answer is what is stored.
     nonisolated(nonsending) func decodedValue<Value: Decodable & Sendable>(
@@ -192,18 +243,7 @@ extension CachedTransport {
                 } catch {
                     result = .failure(error)
                 }
-                let retained = valueKey.settings.isInstance ? decoder : nil
-                let decoded = result.map { DecodedValue($0, data: entry.data, retaining: retained) as AnyDecodedValue }
-                let waiters = committer.finishDecode(
-                    valueKey, on: entry, for: key, with: decoded,
-                    limit: configuration.maximumDecodedValuesPerEntry
-                )
-                let outcome: DecodeOutcome =
-                    switch decoded {
-                    case .success(let value): .decoded(value)
-                    case .failure(let error): .failed(error)
-                    }
-                for waiter in waiters { waiter.resume(returning: outcome) }
+                finishClaimedDecode(result, of: entry, key: key, valueKey: valueKey, decoder: decoder)
                 return (try result.get(), entry.data)
             case .busy:
                 let outcome = await withCheckedContinuation { continuation in
@@ -223,6 +263,29 @@ extension CachedTransport {
         }
     }
 
+    /// Keeps the result of a decode that ``ResponseStore/claimDecode(_:on:)`` granted with its
+    /// entry and hands it to the callers that waited for it.
+    private nonisolated func finishClaimedDecode<Value: Sendable>(
+        _ result: Result<Value, any Error>,
+        of entry: StoredResponse,
+        key: CacheKey,
+        valueKey: DecodedValueKey,
+        decoder: any ResponseDecoding
+    ) {
+        let retained = valueKey.settings.isInstance ? decoder : nil
+        let decoded = result.map { DecodedValue($0, data: entry.data, retaining: retained) as AnyDecodedValue }
+        let waiters = committer.finishDecode(
+            valueKey, on: entry, for: key, with: decoded,
+            limit: configuration.maximumDecodedValuesPerEntry
+        )
+        let outcome: DecodeOutcome =
+            switch decoded {
+            case .success(let value): .decoded(value)
+            case .failure(let error): .failed(error)
+            }
+        for waiter in waiters { waiter.resume(returning: outcome) }
+    }
+
     /// Decodes `data` as `type`, off the caller's actor, counting the decode.
     @concurrent
     private nonisolated func decode<Value: Decodable & Sendable>(
@@ -232,6 +295,17 @@ extension CachedTransport {
         url: URL,
         decoder: any ResponseDecoding
     ) async throws -> Value {
+        try decodeHere(type, from: data, response: response, url: url, decoder: decoder)
+    }
+
+    /// Decodes `data` as `type` on the caller's thread, counting the decode.
+    private nonisolated func decodeHere<Value: Decodable & Sendable>(
+        _ type: Value.Type,
+        from data: Data,
+        response: URLResponse,
+        url: URL,
+        decoder: any ResponseDecoding
+    ) throws -> Value {
         let status = (response as? HTTPURLResponse)?.statusCode
         if let status, !(200..<300).contains(status) {
             throw ValueDecodingError(.unacceptableStatus, type: type, url: url, statusCode: status)

@@ -32,7 +32,12 @@ public struct ValueDecodingError: Error, Sendable, CustomStringConvertible {
     /// The decoder's error, for ``Code/decodingFailed``.
     public let underlyingError: (any Error)?
 
-    init<Value>(_ code: Code, type: Value.Type, url: URL, statusCode: Int?, underlyingError: (any Error)? = nil) {
+    /// An error for a value of `type` that could not be made from the answer to `url`: the
+    /// transport makes these, and so can code that decodes an answer the transport did not
+    /// store, so that its callers see the same error as ``CachedTransport/value(_:for:decoder:)``'s.
+    public init<Value>(
+        _ code: Code, type: Value.Type, url: URL, statusCode: Int?, underlyingError: (any Error)? = nil
+    ) {
         self.code = code
         typeName = String(reflecting: type)
         self.url = url

@@ -1,0 +1,272 @@
+import Foundation
+import Observation
+import TransportCache
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The state of one request's decoded value for a screen: what SwiftUI observes, from the first
+/// frame to pull-to-refresh.
+///
+/// ```swift
+/// let articles = CachedQuery([Article].self, for: request, in: transport)
+/// // articles.status, articles.value, articles.error, articles.isFetching, articles.outcome
+/// await articles.refresh()
+/// ```
+///
+/// - **The first frame.** When memory holds an entry the request may use, the initialiser reads
+///   it synchronously (``CachedTransport/cachedValue(_:for:decoder:)``): the query starts
+///   ``Status/loaded`` with its value, and a view never shows a loading state for data already in
+///   memory. Otherwise it starts ``Status/loading`` and fetches at once.
+/// - **Changes.** It follows the transport's changes for its URL until it is released or
+///   stopped: another screen's refresh, a local write, an optimistic update and its rollback show
+///   here as soon as they are made; after an invalidation it fetches again. A value is decoded
+///   once per stored entry, however many queries show it.
+/// - **Refresh.** ``refresh()`` uses ``CachedTransport/refresh(_:)``, so every other query on the
+///   same data hears the change; it fits `.refreshable`.
+/// - **Observation.** Its state changes on the main actor, and each real change is one observed
+///   change: an answer that brings the value, the outcome and the end of the fetch notifies once,
+///   and bytes equal to those shown notify nothing.
+/// - **Lifetime.** ``stop()``, or releasing the query, ends what it started: the fetches in flight
+///   are cancelled (a fetch other callers share goes on for them) and it stops following changes.
+///
+/// A request the transport does not cache (another method, another scheme) is still loaded, and
+/// its ``outcome`` says so; such a query does not follow changes (``isFollowingChanges`` is false),
+/// since nothing stored could change for it.
+@MainActor
+@Observable
+public final class CachedQuery<Value: Decodable & Sendable> {
+    /// Where a query stands with its value.
+    public typealias Status = QueryStatus
+
+    /// Everything observed, in one stored property, so that one transition is one observed
+    /// change however many of its parts move.
+    private var state: QueryState<Value>
+
+    /// Where the query stands.
+    public var status: Status { state.status }
+    /// The last good value, kept while a fetch runs and after a failure.
+    public var value: Value? { state.value }
+    /// Why the last answer failed: a `URLError`, or a ``ValueDecodingError`` for a status or body
+    /// that gave no value; nil once an answer succeeds.
+    public var error: (any Error)? { state.error }
+    /// Whether a fetch the query started is in flight, the first one or a later one.
+    public var isFetching: Bool { state.isFetching }
+    /// How the transport made the last answer (or failed it), when it said.
+    public var outcome: CacheOutcome? { state.outcome }
+    /// Whether the query follows the transport's changes for its URL: false once stopped, and
+    /// for a request the transport does not cache.
+    public var isFollowingChanges: Bool { state.isFollowingChanges }
+
+    /// The request the query loads.
+    public let request: URLRequest
+    /// The transport it loads through.
+    public let transport: CachedTransport
+    @ObservationIgnored private let decoder: any ResponseDecoding
+    @ObservationIgnored private let tasks = QueryTasks()
+    /// The bytes of the value shown.
+    @ObservationIgnored private var shownData: Data?
+    /// What changed while a fetch of the query's own was in flight, looked at when it ends.
+    @ObservationIgnored private var missedChange: QueryState<Value>.MissedChange = .none
+
+    /// Makes a query of `request` decoded as `type`, starting from memory when it can.
+    ///
+    /// - Parameters:
+    ///   - type: the type to decode.
+    ///   - request: the request; its cache policy applies to the first answer.
+    ///   - transport: the transport to load through.
+    ///   - decoder: the decoder; queries with equal decoder settings share decoded values (see
+    ///     ``CachedTransport/value(_:for:decoder:)``).
+    public init(
+        _ type: Value.Type = Value.self,
+        for request: URLRequest,
+        in transport: CachedTransport,
+        decoder: any ResponseDecoding = JSONDecoder()
+    ) {
+        self.request = request
+        self.transport = transport
+        self.decoder = decoder
+        state = QueryState()
+        start()
+    }
+
+    deinit {
+        tasks.stop()
+    }
+
+    /// Starts following changes and, when nothing is shown, fetching: what the initialiser does,
+    /// for a query that was stopped. Does nothing for a query that follows already.
+    public func start() {
+        guard !tasks.isStarted else { return }
+        tasks.begin()
+        var next = state
+        if let url = request.url {
+            // Subscribed before memory is read, so no change after the read is missed.
+            listen(to: transport.changes(for: .url(url)))
+            next.isFollowingChanges = true
+        }
+        do {
+            if let answer = try transport.cachedValue(Value.self, for: request, decoder: decoder) {
+                next.take(
+                    QueryAnswer(value: answer.value, data: answer.data, outcome: answer.outcome), shown: &shownData,
+                    isFetched: true)
+                show(next)
+                return
+            }
+        } catch {
+            next.take(error)
+            show(next)
+            return
+        }
+        next.beginFetch()
+        show(next)
+        startFetch(refreshing: false)
+    }
+
+    /// Stops following changes and cancels the fetches the query started; the value shown stays.
+    /// A query stopped before its first answer is ``Status/idle``.
+    public func stop() {
+        guard tasks.isStarted else { return }
+        tasks.stop()
+        missedChange = .none
+        var next = state
+        next.isFetching = false
+        next.isFollowingChanges = false
+        if next.status == .loading { next.status = .idle }
+        show(next)
+    }
+
+    /// Reloads the request from the origin with ``CachedTransport/refresh(_:)`` and returns when
+    /// its answer is shown: every other query and screen on the same data hears the change too.
+    ///
+    /// ```swift
+    /// List(articles.value ?? []) { ArticleRow(article: $0) }
+    ///     .refreshable { await articles.refresh() }
+    /// ```
+    ///
+    /// A failure is shown as ``Status/failed`` with its ``error``, the last good value kept. A
+    /// stopped query is started first.
+    public func refresh() async {
+        if !tasks.isStarted { start() }
+        await fetch(refreshing: true).value
+    }
+
+    /// Stores `next` when it shows something else than the current state: one observed change.
+    private func show(_ next: QueryState<Value>) {
+        if !next.isSame(as: state) { state = next }
+    }
+
+    // MARK: - Fetches
+
+    /// Shows that a fetch of the query's own begins, and starts it.
+    @discardableResult
+    private func fetch(refreshing: Bool, policy: URLRequest.CachePolicy? = nil) -> Task<Void, Never> {
+        var next = state
+        next.beginFetch()
+        show(next)
+        return startFetch(refreshing: refreshing, policy: policy)
+    }
+
+    /// Starts a fetch of the query's own, whose answer is shown when it ends, unless the query was
+    /// stopped or released meanwhile.
+    @discardableResult
+    private func startFetch(refreshing: Bool, policy: URLRequest.CachePolicy? = nil) -> Task<Void, Never> {
+        var request = request
+        if let policy { request.cachePolicy = policy }
+        let generation = tasks.generation
+        let (transport, decoder) = (transport, decoder)
+        let id = tasks.reserveID()
+        let task = Task { [weak self] in
+            let result: Result<QueryAnswer<Value>, any Error>
+            do {
+                result = .success(
+                    try await QueryAnswer<Value>.load(
+                        request, refreshing: refreshing, from: transport, decoder: decoder))
+            } catch {
+                result = .failure(error)
+            }
+            self?.finish(result, id: id, generation: generation)
+        }
+        tasks.keep(task, as: id)
+        return task
+    }
+
+    private func finish(_ result: Result<QueryAnswer<Value>, any Error>, id: Int, generation: Int) {
+        guard generation == tasks.generation, tasks.remove(id) else { return }
+        var next = state
+        next.isFetching = tasks.fetchCount > 0
+        switch result {
+        case .success(let answer):
+            next.take(answer, shown: &shownData, isFetched: true)
+            if case .passedThrough = answer.outcome?.source { stopFollowing(&next) }
+        case .failure(let error):
+            next.take(error)
+        }
+        show(next)
+        if tasks.fetchCount == 0 { catchUp() }
+    }
+
+    /// Stops listening: the request is not cached, so nothing stored could change for it.
+    private func stopFollowing(_ next: inout QueryState<Value>) {
+        tasks.stopListening()
+        missedChange = .none
+        next.isFollowingChanges = false
+    }
+
+    // MARK: - Changes
+
+    private func listen(to changes: AsyncStream<CacheChange>) {
+        let generation = tasks.generation
+        tasks.listen(
+            Task { [weak self] in
+                for await change in changes {
+                    guard let self, generation == self.tasks.generation, self.state.isFollowingChanges else {
+                        return
+                    }
+                    self.heard(change)
+                }
+            })
+    }
+
+    private func heard(_ change: CacheChange) {
+        let missed: QueryState<Value>.MissedChange =
+            switch change {
+            case .updated: .updated
+            case .invalidated, .cleared: .invalidated
+            }
+        // A fetch of the query's own is in flight: its answer is shown first, then what changed.
+        missedChange = max(missedChange, missed)
+        if tasks.fetchCount == 0 { catchUp() }
+    }
+
+    /// Shows what changed while nothing of the query's own was in flight: an update from memory
+    /// at once, an invalidation by fetching again.
+    private func catchUp() {
+        let missed = missedChange
+        missedChange = .none
+        switch missed {
+        case .none:
+            return
+        case .invalidated:
+            fetch(refreshing: false, policy: .returnCacheDataElseLoad)
+        case .updated:
+            var reading = request
+            reading.cachePolicy = .returnCacheDataElseLoad
+            do {
+                guard let answer = try transport.cachedValue(Value.self, for: reading, decoder: decoder) else {
+                    fetch(refreshing: false, policy: .returnCacheDataElseLoad)
+                    return
+                }
+                var next = state
+                next.take(
+                    QueryAnswer(value: answer.value, data: answer.data, outcome: answer.outcome), shown: &shownData,
+                    isFetched: false)
+                show(next)
+            } catch {
+                var next = state
+                next.take(error)
+                show(next)
+            }
+        }
+    }
+}

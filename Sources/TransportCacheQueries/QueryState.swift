@@ -1,0 +1,77 @@
+import Foundation
+import TransportCache
+
+/// What a ``CachedQuery`` shows, as one value: a transition builds the next state whole, and the
+/// query stores it only when it differs, so each real change is one observed change.
+struct QueryState<Value: Sendable> {
+    /// What a query heard while a fetch of its own was in flight, ordered by the work it asks for.
+    enum MissedChange: Int, Comparable {
+        case none, updated, invalidated
+
+        static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    }
+
+    var status: QueryStatus = .idle
+    private(set) var value: Value?
+    private(set) var error: (any Error)?
+    var isFetching = false
+    var outcome: CacheOutcome?
+    var isFollowingChanges = false
+    /// Counts the values and errors taken, which cannot be compared themselves.
+    private var revision = 0
+
+    /// A fetch begins: the first one shows as loading.
+    mutating func beginFetch() {
+        isFetching = true
+        if status == .idle { status = .loading }
+    }
+
+    /// Takes a good answer. Bytes equal to those shown change nothing but the status, the error
+    /// and, for an answer to a fetch, the outcome.
+    mutating func take(_ answer: QueryAnswer<Value>, shown: inout Data?, isFetched: Bool) {
+        if value == nil || answer.data != shown {
+            value = answer.value
+            shown = answer.data
+            revision += 1
+            outcome = answer.outcome
+        } else if isFetched {
+            outcome = answer.outcome
+        }
+        if error != nil {
+            error = nil
+            revision += 1
+        }
+        status = .loaded
+    }
+
+    /// Takes a failure, keeping the last good value. A cancellation is the query's own doing
+    /// (stopped or released) and is not shown.
+    mutating func take(_ failure: any Error) {
+        if failure is CancellationError { return }
+        if status != .failed || !Self.isSameFailure(error, failure) {
+            error = failure
+            revision += 1
+        }
+        status = .failed
+        if let outcome = (failure as? URLError)?.cacheOutcome { self.outcome = outcome }
+    }
+
+    /// Whether `new` is the failure `old` already shows: the same bytes failing to decode again
+    /// after their change was heard, or the network failing the same way, is not a new change.
+    private static func isSameFailure(_ old: (any Error)?, _ new: any Error) -> Bool {
+        switch (old, new) {
+        case let (old as ValueDecodingError, new as ValueDecodingError):
+            return old.code == new.code && old.statusCode == new.statusCode
+        case let (old as URLError, new as URLError):
+            return old.code == new.code
+        default:
+            return false
+        }
+    }
+
+    /// Whether `other` shows the same as this state.
+    func isSame(as other: Self) -> Bool {
+        status == other.status && revision == other.revision && isFetching == other.isFetching
+            && outcome == other.outcome && isFollowingChanges == other.isFollowingChanges
+    }
+}

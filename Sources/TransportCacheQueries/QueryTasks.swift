@@ -1,0 +1,75 @@
+import Foundation
+
+/// The tasks a query or a list started, cancelled together when it stops or is released.
+///
+/// Its owner works on the main actor, but its `deinit` does not: the lock lets `deinit` cancel
+/// what is in flight. `@unchecked Sendable` is safe here: every stored property is guarded by
+/// `lock`.
+final class QueryTasks: @unchecked Sendable {
+    private let lock = NSLock()
+    private var fetches: [Int: Task<Void, Never>] = [:]
+    private var listener: Task<Void, Never>?
+    private var nextID = 0
+    private var started = false
+    private var currentGeneration = 0
+
+    /// Whether the owner has started and not stopped since.
+    var isStarted: Bool { lock.withLock { started } }
+    /// Counts starts and stops: a task that began under another generation is stale.
+    var generation: Int { lock.withLock { currentGeneration } }
+    /// How many fetches are in flight.
+    var fetchCount: Int { lock.withLock { fetches.count } }
+
+    func begin() {
+        lock.withLock {
+            started = true
+            currentGeneration += 1
+        }
+    }
+
+    /// Keeps `task`, the owner's listener to changes.
+    func listen(_ task: Task<Void, Never>) {
+        lock.withLock { listener = task }
+    }
+
+    /// An identifier for a fetch about to start, which ``keep(_:as:)`` then keeps.
+    func reserveID() -> Int {
+        lock.withLock {
+            nextID += 1
+            return nextID
+        }
+    }
+
+    /// Keeps `task`, a fetch in flight, unless the owner stopped since its identifier was made.
+    func keep(_ task: Task<Void, Never>, as id: Int) {
+        lock.withLock { fetches[id] = task }
+    }
+
+    /// Forgets the fetch `id`, which ended. - Returns: false when it was cancelled by a stop.
+    func remove(_ id: Int) -> Bool {
+        lock.withLock { fetches.removeValue(forKey: id) != nil }
+    }
+
+    /// Cancels the listener only.
+    func stopListening() {
+        let task = lock.withLock {
+            defer { listener = nil }
+            return listener
+        }
+        task?.cancel()
+    }
+
+    /// Cancels every task and marks the owner stopped.
+    func stop() {
+        let tasks = lock.withLock {
+            defer {
+                fetches = [:]
+                listener = nil
+                started = false
+                currentGeneration += 1
+            }
+            return Array(fetches.values) + (listener.map { [$0] } ?? [])
+        }
+        for task in tasks { task.cancel() }
+    }
+}

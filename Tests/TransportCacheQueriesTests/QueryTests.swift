@@ -1,0 +1,235 @@
+import Foundation
+import Testing
+import TransportCache
+import TransportCacheQueries
+import TransportCacheTesting
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("Observable queries")
+@MainActor
+struct QueryTests {
+    @Test("a query of a value in memory starts loaded, in its initialiser, with no change to observe")
+    func memoryHitStartsLoaded() async throws {
+        let origin = ScriptedOrigin()
+        origin.respond(to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")))
+        let transport = makeTransport(origin)
+        _ = try await transport.data(from: articlesURL)
+
+        let query = CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: transport)
+        let observed = observe(query)
+
+        #expect(observed.states == [Shown(.loaded, articles("one"), .memory(.fresh))])
+        #expect(query.isFollowingChanges)
+        #expect(origin.callCount == 1)
+    }
+
+    @Test("many queries of one entry decode it once")
+    func manyQueriesDecodeOnce() async throws {
+        let origin = ScriptedOrigin()
+        origin.respond(to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")))
+        let transport = makeTransport(origin)
+        _ = try await transport.data(from: articlesURL)
+
+        let queries = (0..<20).map { _ in CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: transport)
+        }
+
+        #expect(queries.allSatisfy { $0.value == articles("one") })
+        #expect(transport.statistics.decodes == 1)
+    }
+
+    @Test("a miss shows loading, then the fetched value with its outcome: one change")
+    func missLoadsOnce() async throws {
+        let origin = ScriptedOrigin(gated: true)
+        origin.respond(to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")))
+        let transport = makeTransport(origin)
+
+        let query = CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: transport)
+        let observed = observe(query)
+        await origin.waitForCalls(1)
+        origin.openGate()
+        await observed.waitForChanges(1)
+
+        #expect(
+            observed.states == [
+                Shown(.loading, nil, fetching: true, nil),
+                Shown(.loaded, articles("one"), .network(.noEntry)),
+            ])
+    }
+
+    @Test("a failed first fetch shows failed with its error: one change")
+    func failureShowsTheError() async throws {
+        let origin = ScriptedOrigin(gated: true)
+        origin.respond(to: articlesURL, with: .failure(.notConnectedToInternet))
+        let transport = makeTransport(origin)
+
+        let query = CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: transport)
+        let observed = observe(query)
+        origin.openGate()
+        await observed.waitForChanges(1)
+
+        let failed = Shown(
+            .failed, nil, error: "URLError \(URLError.Code.notConnectedToInternet.rawValue)",
+            .network(.noEntry))
+        #expect(observed.states == [Shown(.loading, nil, fetching: true, nil), failed])
+    }
+
+    @Test("refresh shows fetching over the kept value, then the new value: two changes")
+    func refreshKeepsTheValueWhileFetching() async throws {
+        let origin = ScriptedOrigin(gated: true)
+        origin.respond(
+            to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")),
+            .init(headers: fresh, body: articlesJSON("two")))
+        origin.release(1)
+        let transport = makeTransport(origin)
+        _ = try await transport.data(from: articlesURL)
+        let query = CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: transport)
+        let observed = observe(query)
+
+        let refresh = Task { await query.refresh() }
+        await origin.waitForCalls(2)
+        #expect(observed.states.last == Shown(.loaded, articles("one"), fetching: true, .memory(.fresh)))
+        origin.release(2)
+        await refresh.value
+
+        #expect(
+            observed.states == [
+                Shown(.loaded, articles("one"), .memory(.fresh)),
+                Shown(.loaded, articles("one"), fetching: true, .memory(.fresh)),
+                Shown(.loaded, articles("two"), .network(.refresh)),
+            ])
+    }
+
+    @Test("a refresh of one query shows in another query of the same URL: one change, no fetch")
+    func anotherQueryRefreshes() async throws {
+        let origin = ScriptedOrigin()
+        origin.respond(
+            to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")),
+            .init(headers: fresh, body: articlesJSON("two")))
+        let transport = makeTransport(origin)
+        _ = try await transport.data(from: articlesURL)
+        let shown = CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: transport)
+        let refreshing = CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: transport)
+        let observed = observe(shown)
+
+        await refreshing.refresh()
+        await observed.waitForChanges(1)
+
+        #expect(
+            observed.states == [
+                Shown(.loaded, articles("one"), .memory(.fresh)),
+                Shown(.loaded, articles("two"), .memory(.fresh)),
+            ])
+        #expect(origin.callCount == 2)
+        #expect(transport.statistics.decodes == 2)
+    }
+
+    @Test("an optimistic update shows at once, and its rollback restores the value: two changes")
+    func optimisticUpdateAndRollback() async throws {
+        let origin = ScriptedOrigin()
+        origin.respond(to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")))
+        let transport = makeTransport(origin)
+        _ = try await transport.data(from: articlesURL)
+        let query = CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: transport)
+        let observed = observe(query)
+
+        var thrown: (any Error)?
+        do {
+            _ = try await transport.optimisticUpdate(
+                [try ProvisionalAnswer(for: URLRequest(url: articlesURL), value: articles("one", "draft"))],
+                write: {
+                    await observed.waitForChanges(1)
+                    throw URLError(.timedOut)
+                })
+        } catch {
+            thrown = error
+        }
+        await observed.waitForChanges(2)
+
+        #expect((thrown as? URLError)?.code == .timedOut)
+        #expect(
+            observed.states == [
+                Shown(.loaded, articles("one"), .memory(.fresh)),
+                Shown(.loaded, articles("one", "draft"), .memory(.fresh)),
+                Shown(.loaded, articles("one"), .memory(.fresh)),
+            ])
+        #expect(origin.callCount == 1)
+    }
+
+    @Test("a local write shows in the query: one change")
+    func localWriteShows() async throws {
+        let origin = ScriptedOrigin()
+        origin.respond(to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")))
+        let transport = makeTransport(origin)
+        _ = try await transport.data(from: articlesURL)
+        let query = CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: transport)
+        let observed = observe(query)
+
+        try transport.store(ProvisionalAnswer(for: URLRequest(url: articlesURL), value: articles("written")))
+        await observed.waitForChanges(1)
+
+        #expect(observed.states.map(\.value) == [articles("one"), articles("written")])
+    }
+
+    @Test("an invalidation makes an observed query fetch again: two changes")
+    func invalidationRefetches() async throws {
+        let origin = ScriptedOrigin(gated: true)
+        origin.respond(
+            to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")),
+            .init(headers: fresh, body: articlesJSON("two")))
+        origin.release(1)
+        let transport = makeTransport(origin)
+        _ = try await transport.data(from: articlesURL)
+        let query = CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: transport)
+        let observed = observe(query)
+
+        transport.invalidate(URLRequest(url: articlesURL))
+        await origin.waitForCalls(2)
+        origin.release(2)
+        await observed.waitForChanges(2)
+
+        #expect(
+            observed.states == [
+                Shown(.loaded, articles("one"), .memory(.fresh)),
+                Shown(.loaded, articles("one"), fetching: true, .memory(.fresh)),
+                Shown(.loaded, articles("two"), .network(.invalidated)),
+            ])
+    }
+
+    @Test("a query released while its first fetch is in flight cancels it and stops following")
+    func releaseCancelsTheFetch() async throws {
+        let origin = ScriptedOrigin(gated: true)
+        origin.respond(to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")))
+        let transport = makeTransport(origin)
+        var query: CachedQuery<[Article]>? = CachedQuery(
+            [Article].self, for: URLRequest(url: articlesURL), in: transport)
+        weak let released = query
+        await origin.waitForCalls(1)
+        await transport.waitForChangeSubscribers(1)
+
+        query = nil
+
+        await origin.waitForCancelledCalls(1)
+        await transport.waitForChangeSubscribers(0)
+        #expect(released == nil)
+        #expect(origin.cancelledCalls == 1)
+    }
+
+    @Test("stop cancels the first fetch and leaves the query idle: one change")
+    func stopLeavesIdle() async throws {
+        let origin = ScriptedOrigin(gated: true)
+        origin.respond(to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")))
+        let transport = makeTransport(origin)
+        let query = CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: transport)
+        let observed = observe(query)
+        await origin.waitForCalls(1)
+
+        query.stop()
+        await origin.waitForCancelledCalls(1)
+        await transport.waitForChangeSubscribers(0)
+
+        #expect(observed.states == [Shown(.loading, nil, fetching: true, nil), Shown(.idle, nil, nil)])
+        #expect(!query.isFollowingChanges)
+    }
+}
