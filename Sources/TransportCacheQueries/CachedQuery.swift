@@ -156,6 +156,17 @@ public final class CachedQuery<Value: Decodable & Sendable> {
         if !next.isSame(as: state) { state = next }
     }
 
+    /// Returns once the fetches the query has in flight now have ended and their answers are
+    /// shown; at once when none is. For a test, or a `.task` that must wait for the first answer.
+    ///
+    /// ```swift
+    /// let query = CachedQuery([Article].self, for: request, in: transport)
+    /// await query.waitForFetches()
+    /// ```
+    public func waitForFetches() async {
+        for task in tasks.fetchTasks { await task.value }
+    }
+
     // MARK: - Fetches
 
     /// Shows that a fetch of the query's own begins, and starts it.

@@ -17,6 +17,8 @@ final class QueryTasks: @unchecked Sendable {
     var isStarted: Bool { lock.withLock { started } }
     /// Counts starts and stops: a task that began under another generation is stale.
     var generation: Int { lock.withLock { currentGeneration } }
+    /// The fetches in flight.
+    var fetchTasks: [Task<Void, Never>] { lock.withLock { Array(fetches.values) } }
     /// How many fetches are in flight.
     var fetchCount: Int { lock.withLock { fetches.count } }
 
