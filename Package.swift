@@ -22,7 +22,9 @@ let package = Package(
             name: "TransportCacheQueriesTests",
             dependencies: ["TransportCacheQueries", "TransportCache", "TransportCacheTesting"]),
         // Every Swift block of the README and the DocC articles, compiled as a reader copies it.
-        .testTarget(name: "DocumentationExamplesTests", dependencies: ["TransportCache", "TransportCacheTesting"]),
+        .testTarget(
+            name: "DocumentationExamplesTests",
+            dependencies: ["TransportCache", "TransportCacheTesting", "TransportCacheQueries"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -6,7 +6,7 @@ import FoundationNetworking
 #endif
 
 /// A change a screen makes through the transport, shown at once everywhere with
-/// ``CachedTransport/optimisticUpdate(_:write:confirmed:)``: whether it is pending, its error and
+/// `CachedTransport.optimisticUpdate(_:write:confirmed:)`: whether it is pending, its error and
 /// its result, so that a form can disable its button and show a failure.
 ///
 /// ```swift
@@ -20,7 +20,7 @@ import FoundationNetworking
 /// ```
 ///
 /// Each run shows its provisional answers in every query of their URLs, runs `write`, and
-/// settles as ``CachedTransport/optimisticUpdate(_:write:confirmed:)`` does: the origin's answer
+/// settles as `CachedTransport.optimisticUpdate(_:write:confirmed:)` does: the origin's answer
 /// when `write` returns, the exact bytes held before when it throws. Its state changes on the main
 /// actor, one observed change when a run begins and one when it ends.
 @MainActor
@@ -30,7 +30,7 @@ public final class CachedMutation<Input, Output> {
 
     /// Whether a run is under way.
     public var isPending: Bool { state.pending > 0 }
-    /// Why the last run that ended failed: what `write` threw, a ``LocalWriteError`` for a
+    /// Why the last run that ended failed: what `write` threw, a `LocalWriteError` for a
     /// provisional answer that cannot be stored, or what `confirmed` threw; nil once a run
     /// succeeds, and while a run is pending.
     public var error: (any Error)? { state.error }

@@ -78,7 +78,7 @@ public final class CachedPagedQuery<Page: Decodable & Sendable> {
         await query.waitForFetches()
     }
 
-    /// Reloads every page loaded with ``CachedTransport/refresh(_:)``, at most
+    /// Reloads every page loaded with `CachedTransport.refresh(_:)`, at most
     /// ``maximumConcurrentRefreshes`` at a time, and returns when they are all shown. A page that
     /// fails keeps its value and shows its error; the others are shown as they come.
     public func refresh() async {

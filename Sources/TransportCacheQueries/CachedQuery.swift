@@ -15,14 +15,14 @@ import FoundationNetworking
 /// ```
 ///
 /// - **The first frame.** When memory holds an entry the request may use, the initialiser reads
-///   it synchronously (``CachedTransport/cachedValue(_:for:decoder:)``): the query starts
-///   ``Status/loaded`` with its value, and a view never shows a loading state for data already in
-///   memory. Otherwise it starts ``Status/loading`` and fetches at once.
+///   it synchronously (`CachedTransport.cachedValue(_:for:decoder:)`): the query starts
+///   ``QueryStatus/loaded`` with its value, and a view never shows a loading state for data already in
+///   memory. Otherwise it starts ``QueryStatus/loading`` and fetches at once.
 /// - **Changes.** It follows the transport's changes for its URL until it is released or
 ///   stopped: another screen's refresh, a local write, an optimistic update and its rollback show
 ///   here as soon as they are made; after an invalidation it fetches again. A value is decoded
 ///   once per stored entry, however many queries show it.
-/// - **Refresh.** ``refresh()`` uses ``CachedTransport/refresh(_:)``, so every other query on the
+/// - **Refresh.** ``refresh()`` uses `CachedTransport.refresh(_:)`, so every other query on the
 ///   same data hears the change; it fits `.refreshable`.
 /// - **Observation.** Its state changes on the main actor, and each real change is one observed
 ///   change: an answer that brings the value, the outcome and the end of the fetch notifies once,
@@ -47,7 +47,7 @@ public final class CachedQuery<Value: Decodable & Sendable> {
     public var status: Status { state.status }
     /// The last good value, kept while a fetch runs and after a failure.
     public var value: Value? { state.value }
-    /// Why the last answer failed: a `URLError`, or a ``ValueDecodingError`` for a status or body
+    /// Why the last answer failed: a `URLError`, or a `ValueDecodingError` for a status or body
     /// that gave no value; nil once an answer succeeds.
     public var error: (any Error)? { state.error }
     /// Whether a fetch the query started is in flight, the first one or a later one.
@@ -76,7 +76,7 @@ public final class CachedQuery<Value: Decodable & Sendable> {
     ///   - request: the request; its cache policy applies to the first answer.
     ///   - transport: the transport to load through.
     ///   - decoder: the decoder; queries with equal decoder settings share decoded values (see
-    ///     ``CachedTransport/value(_:for:decoder:)``).
+    ///     `CachedTransport.value(_:for:decoder:)`).
     public init(
         _ type: Value.Type = Value.self,
         for request: URLRequest,
@@ -124,7 +124,7 @@ public final class CachedQuery<Value: Decodable & Sendable> {
     }
 
     /// Stops following changes and cancels the fetches the query started; the value shown stays.
-    /// A query stopped before its first answer is ``Status/idle``.
+    /// A query stopped before its first answer is ``QueryStatus/idle``.
     public func stop() {
         guard tasks.isStarted else { return }
         tasks.stop()
@@ -136,7 +136,7 @@ public final class CachedQuery<Value: Decodable & Sendable> {
         show(next)
     }
 
-    /// Reloads the request from the origin with ``CachedTransport/refresh(_:)`` and returns when
+    /// Reloads the request from the origin with `CachedTransport.refresh(_:)` and returns when
     /// its answer is shown: every other query and screen on the same data hears the change too.
     ///
     /// ```swift
@@ -144,7 +144,7 @@ public final class CachedQuery<Value: Decodable & Sendable> {
     ///     .refreshable { await articles.refresh() }
     /// ```
     ///
-    /// A failure is shown as ``Status/failed`` with its ``error``, the last good value kept. A
+    /// A failure is shown as ``QueryStatus/failed`` with its ``error``, the last good value kept. A
     /// stopped query is started first.
     public func refresh() async {
         if !tasks.isStarted { start() }

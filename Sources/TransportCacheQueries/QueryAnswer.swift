@@ -46,7 +46,7 @@ extension QueryAnswer where Value: Decodable {
         }
     }
 
-    /// Decodes an answer the transport did not store, with the errors ``CachedTransport/value(_:for:decoder:)``
+    /// Decodes an answer the transport did not store, with the errors `CachedTransport.value(_:for:decoder:)`
     /// throws.
     private static func decode(_ data: Data, response: URLResponse, decoder: any ResponseDecoding) throws -> Value {
         let url = response.url ?? URL(fileURLWithPath: "/")
