@@ -91,7 +91,10 @@ public final class CachedQuery<Value: Decodable & Sendable> {
     }
 
     deinit {
-        tasks.stop()
+        // Leaving the hub is the main actor's work; this query's member ignores changes until then.
+        if let membership = tasks.stop() {
+            Task { @MainActor in ChangeHub.leave(membership) }
+        }
     }
 
     /// Starts following changes and, when nothing is shown, fetching: what the initialiser does,
@@ -102,7 +105,7 @@ public final class CachedQuery<Value: Decodable & Sendable> {
         var next = state
         if let url = request.url {
             // Subscribed before memory is read, so no change after the read is missed.
-            listen(to: transport.changes(for: .url(url)))
+            follow(url)
             next.isFollowingChanges = true
         }
         do {
@@ -127,7 +130,7 @@ public final class CachedQuery<Value: Decodable & Sendable> {
     /// A query stopped before its first answer is ``QueryStatus/idle``.
     public func stop() {
         guard tasks.isStarted else { return }
-        tasks.stop()
+        if let membership = tasks.stop() { ChangeHub.leave(membership) }
         missedChange = .none
         var next = state
         next.isFetching = false
@@ -219,23 +222,19 @@ public final class CachedQuery<Value: Decodable & Sendable> {
 
     /// Stops listening: the request is not cached, so nothing stored could change for it.
     private func stopFollowing(_ next: inout QueryState<Value>) {
-        tasks.stopListening()
+        if let membership = tasks.stopFollowing() { ChangeHub.leave(membership) }
         missedChange = .none
         next.isFollowingChanges = false
     }
 
     // MARK: - Changes
 
-    private func listen(to changes: AsyncStream<CacheChange>) {
+    private func follow(_ url: URL) {
         let generation = tasks.generation
-        tasks.listen(
-            Task { [weak self] in
-                for await change in changes {
-                    guard let self, generation == self.tasks.generation, self.state.isFollowingChanges else {
-                        return
-                    }
-                    self.heard(change)
-                }
+        tasks.follow(
+            ChangeHub.join(transport, url: url) { [weak self] change in
+                guard let self, generation == self.tasks.generation, self.state.isFollowingChanges else { return }
+                self.heard(change)
             })
     }
 

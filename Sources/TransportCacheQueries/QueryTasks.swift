@@ -1,6 +1,7 @@
 import Foundation
 
-/// The tasks a query or a list started, cancelled together when it stops or is released.
+/// The fetches a query started and its place in the hub of its URL's changes, ended together
+/// when it stops or is released.
 ///
 /// Its owner works on the main actor, but its `deinit` does not: the lock lets `deinit` cancel
 /// what is in flight. `@unchecked Sendable` is safe here: every stored property is guarded by
@@ -8,7 +9,7 @@ import Foundation
 final class QueryTasks: @unchecked Sendable {
     private let lock = NSLock()
     private var fetches: [Int: Task<Void, Never>] = [:]
-    private var listener: Task<Void, Never>?
+    private var membership: ChangeHub.Membership?
     private var nextID = 0
     private var started = false
     private var currentGeneration = 0
@@ -29,9 +30,9 @@ final class QueryTasks: @unchecked Sendable {
         }
     }
 
-    /// Keeps `task`, the owner's listener to changes.
-    func listen(_ task: Task<Void, Never>) {
-        lock.withLock { listener = task }
+    /// Keeps the owner's place in the hub of its URL's changes.
+    func follow(_ membership: ChangeHub.Membership) {
+        lock.withLock { self.membership = membership }
     }
 
     /// An identifier for a fetch about to start, which ``keep(_:as:)`` then keeps.
@@ -52,26 +53,26 @@ final class QueryTasks: @unchecked Sendable {
         lock.withLock { fetches.removeValue(forKey: id) != nil }
     }
 
-    /// Cancels the listener only.
-    func stopListening() {
-        let task = lock.withLock {
-            defer { listener = nil }
-            return listener
+    /// Forgets the owner's place in its hub. - Returns: the place, for the owner to leave.
+    func stopFollowing() -> ChangeHub.Membership? {
+        lock.withLock {
+            defer { membership = nil }
+            return membership
         }
-        task?.cancel()
     }
 
-    /// Cancels every task and marks the owner stopped.
-    func stop() {
-        let tasks = lock.withLock {
-            defer {
-                fetches = [:]
-                listener = nil
-                started = false
-                currentGeneration += 1
-            }
-            return Array(fetches.values) + (listener.map { [$0] } ?? [])
-        }
-        for task in tasks { task.cancel() }
+    /// Cancels every fetch and marks the owner stopped.
+    /// - Returns: the owner's place in its hub, for the owner to leave on the main actor.
+    func stop() -> ChangeHub.Membership? {
+        lock.lock()
+        let cancelled = Array(fetches.values)
+        let left = membership
+        fetches = [:]
+        membership = nil
+        started = false
+        currentGeneration += 1
+        lock.unlock()
+        for task in cancelled { task.cancel() }
+        return left
     }
 }

@@ -39,6 +39,28 @@ struct QueryTests {
         #expect(transport.statistics.decodes == 1)
     }
 
+    @Test("queries of one URL share one subscription, hear each change once each, and end it with the last")
+    func queriesShareOneSubscription() async throws {
+        let origin = ScriptedOrigin()
+        origin.respond(to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")))
+        let transport = makeTransport(origin)
+        _ = try await transport.data(from: articlesURL)
+        var queries = (0..<100).map { _ in CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: transport)
+        }
+        var observed = queries.map(observe)
+        #expect(transport.statistics.subscribers == 1)
+
+        try transport.store(ProvisionalAnswer(for: URLRequest(url: articlesURL), value: articles("two")))
+        for states in observed { await states.waitForChanges(1) }
+
+        #expect(observed.allSatisfy { $0.states.map(\.value) == [articles("one"), articles("two")] })
+        #expect(transport.statistics.decodes == 2)
+        // The observers read the queries: they go first.
+        observed.removeAll()
+        queries.removeAll()
+        await transport.waitForChangeSubscribers(0)
+    }
+
     @Test("a miss shows loading, then the fetched value with its outcome: one change")
     func missLoadsOnce() async throws {
         let origin = ScriptedOrigin(gated: true)
