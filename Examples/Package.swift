@@ -34,7 +34,19 @@ let package = Package(
         ),
         .executableTarget(
             name: "transport-demo",
-            dependencies: ["LoopbackOrigin", .product(name: "TransportCache", package: "TransportCache")]
+            dependencies: [
+                "LoopbackOrigin",
+                .product(name: "TransportCache", package: "TransportCache"),
+                .product(name: "TransportCacheQueries", package: "TransportCache"),
+            ]
+        ),
+        // A SwiftUI screen over the observable queries; compiled on Apple platforms only.
+        .target(
+            name: "QueriesSwiftUIExample",
+            dependencies: [
+                .product(name: "TransportCache", package: "TransportCache"),
+                .product(name: "TransportCacheQueries", package: "TransportCache"),
+            ]
         ),
         .executableTarget(
             name: "transport-proxy",
@@ -52,6 +64,7 @@ let package = Package(
                 "TransportCacheLogging",
                 .product(name: "TransportCache", package: "TransportCache"),
                 .product(name: "TransportCacheTesting", package: "TransportCache"),
+                .product(name: "TransportCacheQueries", package: "TransportCache"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

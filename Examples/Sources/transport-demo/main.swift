@@ -3,7 +3,9 @@ import Foundation
 import FoundationNetworking
 #endif
 import LoopbackOrigin
+import Observation
 import TransportCache
+import TransportCacheQueries
 
 // The story of TransportCache in one run, against a real HTTP origin on 127.0.0.1 that answers
 // slowly and marks every response `Cache-Control: no-cache`, side by side with the usual answer:
@@ -226,6 +228,46 @@ print(
                                grace's inbox: \(gracesInbox.2), \
     \(String(decoding: gracesInbox.0, as: UTF8.self).contains("path=/inbox") ? "her own" : "?"); \
     ada's entries left: \(adasEntriesLeft)
+
+    """)
+
+// 7. Two screens' queries on one URL (TransportCacheQueries): screen B's query starts from memory
+// in its initialiser, and screen A's pull-to-refresh updates it.
+/// Decodes a body as its text.
+final class BodyText: ResponseDecoding {
+    struct NotText: Error {}
+
+    func decode<Value: Decodable>(_ type: Value.Type, from data: Data) throws -> Value {
+        guard let text = String(decoding: data, as: UTF8.self) as? Value else { throw NotText() }
+        return text
+    }
+}
+let board = URLRequest(url: origin.url("/board?stable=1&cc=max-age=60"))
+let bodyText = BodyText()  // one decoder for both queries, so they share decoded values
+let screenAQuery = CachedQuery(String.self, for: board, in: transport, decoder: bodyText)
+let screenAFirst = screenAQuery.status
+await screenAQuery.waitForFetches()
+let screenALoaded = screenAQuery.value.map { Data($0.utf8).version } ?? "nothing"
+let screenBQuery = CachedQuery(String.self, for: board, in: transport, decoder: bodyText)
+let screenBFirst = (screenBQuery.status, screenBQuery.value.map { Data($0.utf8).version } ?? "nothing")
+let (screenBChanges, screenBChanged) = AsyncStream<Void>.makeStream()
+withObservationTracking {
+    _ = screenBQuery.value
+} onChange: {
+    screenBChanged.yield()
+    screenBChanged.finish()
+}
+_ = await origin.bumpVersion(of: "/board")
+let refreshedAt = clock.now
+await screenAQuery.refresh()
+for await _ in screenBChanges { break }
+let screenBHeard = clock.now - refreshedAt
+print(
+    """
+    7. Two queries on one URL: screen A's query, then screen B's, then screen A pulls to refresh
+       screen A's query        first frame: \(screenAFirst); loaded \(screenALoaded) after its fetch
+       screen B's query        first frame: \(screenBFirst.0), \(screenBFirst.1), from memory in its initialiser
+       after A's refresh       screen B shows \(screenBQuery.value.map { Data($0.utf8).version } ?? "nothing") \(seconds(screenBHeard)) after the refresh began, decoded once for both
 
     """)
 
