@@ -32,16 +32,26 @@ let package = Package(
             path: "Sources/PathWorkload"
         ),
     ]
-        + ["HitPath", "MissPath", "Coalescing", "Storage", "ChangeFanOut", "Values", "Revalidation", "Scale"].map {
-            suite in
-            .executableTarget(
+        + [
+            "HitPath", "MissPath", "Coalescing", "Storage", "ChangeFanOut", "Values", "Revalidation", "Scale",
+            "Queries",
+        ]
+        .map { suite in
+            // Only the suite of the observable queries needs their product.
+            let queries: [Target.Dependency] =
+                suite == "Queries"
+                ? [
+                    .product(name: "TransportCacheQueries", package: "TransportCache"),
+                    .product(name: "TransportCacheTesting", package: "TransportCache"),
+                ] : []
+            return .executableTarget(
                 name: suite,
                 dependencies: [
                     "BenchmarkSupport",
                     .product(name: "Benchmark", package: "benchmark"),
                     .product(name: "TransportCache", package: "TransportCache"),
                     .product(name: "LoopbackOrigin", package: "TransportCacheExamples"),
-                ],
+                ] + queries,
                 path: "Benchmarks/\(suite)",
                 plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
             )
