@@ -254,11 +254,16 @@ struct AuthenticationTests {
             let auth = request.value(forHTTPHeaderField: "Authorization") ?? "-"
             return accepted.withLock { $0.contains(auth) } ? .init(text: "auth=\(auth)") : .init(status: 401)
         }
-        let box = Locked<CachedTransport?>(nil)
+        // Held weakly, as an app's authenticator holds the transport it refreshes through: the
+        // transport holds the authenticator.
+        final class WeakTransport: Sendable {
+            nonisolated(unsafe) weak var transport: CachedTransport?
+        }
+        let box = WeakTransport()
         let authenticator = TokenAuthenticator { _, _ in
             var token = request("https://api.example.com/token", method: "POST")
             token.httpBody = Data("refresh".utf8)
-            return try await box.withLock { $0! }.data(for: token).0.text
+            return try await box.transport!.data(for: token).0.text
         }
         let adapted = Locked(0)
         let transport = transport(origin, credentials: Credentials(authenticator, credential: "me-1")) {
@@ -270,7 +275,7 @@ struct AuthenticationTests {
                 }
             ]
         }
-        box.withLock { $0 = transport }
+        box.transport = transport
         let answer = try await transport.data(from: URL(string: "\(base)/feed")!).0
         #expect(answer.text == "auth=Bearer me-2")
         #expect(origin.calls.filter { $0.url!.path == "/token" }.count == 1)

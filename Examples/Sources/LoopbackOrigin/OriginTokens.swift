@@ -22,10 +22,17 @@ public struct OriginAccount: Sendable, Equatable {
 
 /// The loopback origin's bearer tokens as an ``Authenticator``: a request carries
 /// `Authorization: Bearer <token>` and `X-Account: <name>`; a refresh `POST`s to the origin's
-/// `/token` through the transport given to ``use(_:)``, past its adapters and authenticator. It
+/// `/token` through the transport given to ``use(_:)`` (held weakly, since that transport holds
+/// this authenticator), past its adapters and authenticator. It
 /// counts its refreshes and tells of those that ended cancelled.
 public final class OriginTokens: Authenticator {
-    private let state: Mutex<(tokenURL: URL, transport: CachedTransport?, refreshes: Int)>
+    /// Held weakly: the transport holds this authenticator.
+    private final class WeakTransport: Sendable {
+        weak let transport: CachedTransport?
+        init(_ transport: CachedTransport) { self.transport = transport }
+    }
+
+    private let state: Mutex<(tokenURL: URL, transport: WeakTransport?, refreshes: Int)>
     /// Yields once for each refresh that ended cancelled.
     public let cancelledRefreshes: AsyncStream<Void>
     private let cancelled: AsyncStream<Void>.Continuation
@@ -37,7 +44,7 @@ public final class OriginTokens: Authenticator {
     }
 
     /// Refreshes through `transport` from now on.
-    public func use(_ transport: CachedTransport) { state.withLock { $0.transport = transport } }
+    public func use(_ transport: CachedTransport) { state.withLock { $0.transport = WeakTransport(transport) } }
 
     /// Where refreshes ask for a token from now on.
     public func setTokenURL(_ url: URL) { state.withLock { $0.tokenURL = url } }
@@ -55,7 +62,7 @@ public final class OriginTokens: Authenticator {
     public func refresh(_ account: OriginAccount) async throws -> OriginAccount {
         let (url, transport) = state.withLock { state in
             state.refreshes += 1
-            return (state.tokenURL, state.transport)
+            return (state.tokenURL, state.transport?.transport)
         }
         guard let transport else { throw URLError(.userAuthenticationRequired) }
         var post = URLRequest(url: url)

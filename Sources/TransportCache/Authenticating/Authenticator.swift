@@ -19,7 +19,8 @@ public protocol Authenticator: Sendable {
     ///
     /// The transport runs one refresh at a time, whatever the number of refused requests. A request
     /// made through the transport from here goes past the adapters and the authenticator, so the
-    /// refresh never waits for itself. Throw to fail every request that waits for the refresh.
+    /// refresh never waits for itself; hold that transport weakly, since it holds its
+    /// authenticator. Throw to fail every request that waits for the refresh.
     func refresh(_ credential: Credential) async throws -> Credential
 
     /// Whether `response` to `request` says its credential was refused. The default: status 401.
