@@ -141,7 +141,10 @@ struct AuthenticationTests {
         let origin = authenticatingOrigin(accepting: accepted, gated: true)
         let authenticator = TokenAuthenticator()
         let credentials = Credentials(authenticator, credential: "me-1")
-        let transport = transport(origin, credentials: credentials)
+        // The account, not the token, is in the key: the app's new token of it is the same identity.
+        let transport = transport(origin, credentials: credentials) { configuration in
+            configuration.partition = { $0.value(forHTTPHeaderField: "X-Account") }
+        }
         let call = Task { try await transport.data(from: URL(string: "\(self.base)/feed")!).0.text }
         await origin.waitForCalls(1)
         credentials.credential = "me-9"
@@ -149,6 +152,28 @@ struct AuthenticationTests {
         #expect(try await call.value.contains("auth=Bearer me-9"))
         #expect(authenticator.refreshes == 0)
         #expect(origin.callCount == 2)
+    }
+
+    @Test(
+        "a refused request is never resent with another account's credential the app set meanwhile",
+        arguments: [false, true])
+    func replacedByAnotherAccount(partitioned: Bool) async throws {
+        let accepted = Locked<Set<String>>(["Bearer other-1"])
+        let origin = authenticatingOrigin(accepting: accepted, gated: true)
+        let authenticator = TokenAuthenticator()
+        let credentials = Credentials(authenticator, credential: "me-1")
+        let transport = transport(origin, credentials: credentials) { configuration in
+            if partitioned { configuration.partition = { $0.value(forHTTPHeaderField: "X-Account") } }
+        }
+        let call = Task { try await transport.data(from: URL(string: "\(self.base)/feed")!) }
+        await origin.waitForCalls(1)
+        credentials.credential = "other-1"
+        origin.openGate()
+        await #expect {
+            try await call.value
+        } throws: { ($0 as? AuthenticationError)?.code == .identityChanged }
+        #expect(origin.callCount == 1)
+        #expect(transport.statistics.entries == 0)
     }
 
     @Test("a request made while a refresh runs waits for it and goes out once, with the new credential")
@@ -317,5 +342,36 @@ struct AuthenticationTests {
         #expect(data.text.contains("auth=Bearer me-2"))
         #expect(origin.callCount == 2)
         #expect(authenticator.refreshes == 1)
+    }
+
+    @Test("the refresh's own GET, retried after a 503, is retried past the chain and ends the refresh")
+    func refreshRequestRetried() async throws {
+        final class WeakTransport: Sendable {
+            nonisolated(unsafe) weak var transport: CachedTransport?
+        }
+        let box = WeakTransport()
+        let origin = ScriptedOrigin { request, call in
+            if request.url!.path == "/token" { return call <= 2 ? .init(status: 503) : .init(text: "me-2") }
+            let auth = request.value(forHTTPHeaderField: "Authorization") ?? "-"
+            return auth == "Bearer me-2" ? .init(text: "auth=\(auth)") : .init(status: 401)
+        }
+        let authenticator = TokenAuthenticator { _, _ in
+            try await box.transport!.data(from: URL(string: "https://api.example.com/token")!).0.text
+        }
+        let transport = transport(origin, credentials: Credentials(authenticator, credential: "me-1")) {
+            configuration in
+            // The retry's wait of a millisecond passes on the system's clock.
+            configuration.clock = .continuous
+            configuration.retryPolicy = RetryPolicy(
+                maximumAttempts: 2, initialDelay: .milliseconds(1), maximumDelay: .milliseconds(1))
+        }
+        box.transport = transport
+        let answer = try await transport.data(from: URL(string: "\(base)/feed")!).0
+        #expect(answer.text == "auth=Bearer me-2")
+        #expect(origin.callCount(for: "\(base)/token") == 2)
+        #expect(
+            origin.calls.filter { $0.url!.path == "/token" }.allSatisfy {
+                $0.value(forHTTPHeaderField: "Authorization") == nil
+            })
     }
 }

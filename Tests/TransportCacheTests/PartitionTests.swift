@@ -170,4 +170,24 @@ struct PartitionTests {
         await gate.waitForCancellations(1)
         #expect(transport.statistics.entries == 0)
     }
+
+    @Test("a sign-out during an optimistic update's refetch leaves none of its answers stored")
+    func signOutDuringAnUpdatesRefetch() async throws {
+        let origin = ScriptedOrigin(respond: ScriptedOrigin.ok(), holding: { $0.url!.path == "/profile" })
+        let transport = transport(origin)
+        _ = try await transport.data(for: get("/profile", account: "alice"))
+        origin.closeGate()
+        let update = Task {
+            try await transport.optimisticUpdate(
+                [ProvisionalAnswer(for: get("/profile", account: "alice"), data: Data("provisional".utf8))],
+                write: { "saved" },
+                confirmed: { _ in [ProvisionalAnswer(for: get("/settings", account: "alice"), data: Data("s".utf8))] })
+        }
+        // The update's refetch of its key is held at the origin.
+        await origin.waitForCalls(2)
+        transport.signOut(partition: "alice")
+        #expect(try await update.value == "saved")
+        origin.openGate()
+        #expect(transport.snapshot().entries.isEmpty)
+    }
 }

@@ -11,6 +11,8 @@ extension CachedTransport {
         _ launch: Launch, by preparation: RequestPreparation, interval: TransportEvents.FetchInterval
     ) {
         let prepared = PreparedLoad()
+        // Recorded before its task can start the network load or complete the fetch.
+        if case .cancel = inFlight.withLock({ $0.loadStarted(prepared, for: launch.id) }) { return }
         let task = Task {
             let request: URLRequest
             do {
@@ -30,21 +32,24 @@ extension CachedTransport {
             send(request, of: launch.id, interval: interval, within: prepared)
         }
         prepared.wait(for: task)
-        if case .cancel = inFlight.withLock({ $0.loadStarted(prepared, for: launch.id) }) { prepared.cancel() }
     }
 
-    /// The request whose credential `result` refuses, and the credentials to recover with; nil
-    /// when `fetch` may not, or need not, reauthenticate. Call with the in-flight lock held.
-    nonisolated func refusal(
-        of fetch: Fetch, after result: Result<(Data, URLResponse), any Error>
-    ) -> (URLRequest, any CredentialApplying)? {
-        guard fetch.mayReauthenticate, let credentials = preparation?.credentials,
-            case .success(let answer) = result
-        else { return nil }
-        let sent = fetch.sentRequest ?? fetch.request
-        guard credentials.isRefusal(answer.1, to: sent) else { return nil }
-        fetch.mayReauthenticate = false
-        return (sent, credentials)
+    /// Whether `result` refuses the credential of `request`, as the app's authenticator says;
+    /// false without one. Call with no lock held: the authenticator is the app's code.
+    nonisolated func refuses(_ result: Result<(Data, URLResponse), any Error>, to request: URLRequest) -> Bool {
+        guard let credentials = preparation?.credentials, case .success(let answer) = result else { return false }
+        return credentials.isRefusal(answer.1, to: request)
+    }
+
+    /// The request a refused `fetch` was sent with, and the credentials to recover with; nil when
+    /// it may not reauthenticate: a refresh's own request, or one already resent. Call with the
+    /// in-flight lock held.
+    nonisolated func reauthentication(of fetch: Fetch) -> (URLRequest, any CredentialApplying)? {
+        guard !fetch.bypassesPreparation, !fetch.hasReauthenticated, let credentials = preparation?.credentials else {
+            return nil
+        }
+        fetch.hasReauthenticated = true
+        return (fetch.sentRequest ?? fetch.request, credentials)
     }
 
     /// Waits for a credential other than the one `refused` was sent with (the one shared refresh,
@@ -56,8 +61,9 @@ extension CachedTransport {
     ) -> any NetworkLoad {
         TaskLoad(
             task: Task {
+                let vouched: Bool
                 do {
-                    try await credentials.recover(fromRefusalOf: refused)
+                    vouched = try await credentials.recover(fromRefusalOf: refused)
                 } catch {
                     if !Task.isCancelled, let url = refused.url { fail(fetchID, with: error, url: url) }
                     return
@@ -66,7 +72,8 @@ extension CachedTransport {
                     guard let fetch = machine.fetches[fetchID] else { return nil }
                     fetch.requestTime = planner.policy.clock.date
                     var launch = launchable((fetchID, fetch))
-                    launch.mayChangeIdentity = true
+                    // Only a refresh of its own credential may change what the key held.
+                    launch.mayChangeIdentity = vouched
                     return launch
                 }
                 if let next { launch(next) }
@@ -81,8 +88,15 @@ extension CachedTransport {
         guard let preparation, let credentials = preparation.credentials, !RequestPreparation.isRefreshing,
             credentials.isRefusal(answer.1, to: plan.request)
         else { return answer }
-        try await credentials.recover(fromRefusalOf: plan.request)
-        return try await loader.load(try await preparation.prepare(plan.request))
+        let vouched = try await credentials.recover(fromRefusalOf: plan.request)
+        let resent = try await preparation.prepare(plan.request)
+        // A credential the app set meanwhile may be another account's: not for this request.
+        if !vouched,
+            CacheKey(resent, keyHeaders: planner.keyHeaders) != CacheKey(plan.request, keyHeaders: planner.keyHeaders)
+        {
+            throw AuthenticationError(.identityChanged)
+        }
+        return try await loader.load(resent)
     }
 }
 

@@ -28,6 +28,8 @@ public final class Credentials<Authenticating: Authenticator>: Sendable {
         var generation = 0
         var refresh: SharedRefresh?
         var refreshStarts: [ContinuousClock.Instant] = []
+        /// The credential the latest successful refresh replaced, and the generation it made.
+        var refreshedFrom: (credential: Authenticating.Credential, generation: Int)?
     }
 
     let authenticator: Authenticating
@@ -60,15 +62,16 @@ public final class Credentials<Authenticating: Authenticator>: Sendable {
 extension Credentials: CredentialApplying {
     nonisolated(nonsending) func authenticate(_ request: URLRequest) async throws -> URLRequest {
         while true {
-            let next = state.withLock { state -> (URLRequest?, SharedRefresh?) in
-                if let refresh = state.refresh { return (nil, refresh) }
-                var request = request
-                if let credential = state.credential { authenticator.apply(credential, to: &request) }
-                return (request, nil)
+            let (credential, refresh) = state.withLock { ($0.credential, $0.refresh) }
+            if let refresh {
+                // Made while a refresh runs: it goes out with the refreshed credential, or fails with it.
+                try await Self.wait(for: refresh)
+                continue
             }
-            if let request = next.0 { return request }
-            // Made while a refresh runs: it goes out with the refreshed credential, or fails with it.
-            try await next.1?.wait()
+            // The app's code runs with no lock held.
+            var request = request
+            if let credential { authenticator.apply(credential, to: &request) }
+            return request
         }
     }
 
@@ -77,12 +80,33 @@ extension Credentials: CredentialApplying {
         return authenticator.isRefusal(response, to: request)
     }
 
-    func recover(fromRefusalOf request: URLRequest) async throws {
-        let refresh = try state.withLock { state -> SharedRefresh? in
-            if let refresh = state.refresh { return refresh }
-            guard let credential = state.credential else { throw AuthenticationError(.noCredential) }
+    func recover(fromRefusalOf request: URLRequest) async throws -> Bool {
+        while true {
+            let (credential, generation, running) = state.withLock { ($0.credential, $0.generation, $0.refresh) }
+            if let running {
+                try await Self.wait(for: running)
+                return vouchesForRefresh(of: request)
+            }
+            guard let credential else { throw AuthenticationError(.noCredential) }
             // Refused with a credential replaced since: sent again with the current one.
-            guard authenticator.isRequest(request, authenticatedWith: credential) else { return nil }
+            guard authenticator.isRequest(request, authenticatedWith: credential) else {
+                return vouchesForRefresh(of: request)
+            }
+            guard let refresh = try startRefresh(of: credential, refusing: request, ifStill: generation) else {
+                continue
+            }
+            try await Self.wait(for: refresh)
+            return vouchesForRefresh(of: request)
+        }
+    }
+
+    /// Starts the one refresh of `credential`, unless the state moved on since it was read at
+    /// `generation` (then nil: read it again).
+    private func startRefresh(
+        of credential: Authenticating.Credential, refusing request: URLRequest, ifStill generation: Int
+    ) throws -> SharedRefresh? {
+        try state.withLock { state -> SharedRefresh? in
+            guard state.generation == generation, state.refresh == nil else { return nil }
             let now = ContinuousClock.now
             state.refreshStarts.removeAll { now - $0 >= limit.window }
             guard state.refreshStarts.count < limit.maximumRefreshes else {
@@ -91,12 +115,32 @@ extension Credentials: CredentialApplying {
             state.refreshStarts.append(now)
             let refresh = SharedRefresh()
             state.refresh = refresh
-            refresh.start { [self, generation = state.generation] in
+            refresh.start { [self] in
                 try await self.refreshed(credential, refusing: request, generation: generation, by: refresh)
             }
             return refresh
         }
-        try await refresh?.wait()
+    }
+
+    /// Whether the current credential is what a refresh made of the one `request` was sent with:
+    /// the same account, which a resend may carry whatever its key said of the old credential.
+    private func vouchesForRefresh(of request: URLRequest) -> Bool {
+        guard
+            let (refreshedFrom, generation) = state.withLock({ state in
+                state.refreshedFrom.map { ($0.credential, $0.generation == state.generation) }
+            }), generation
+        else { return false }
+        return authenticator.isRequest(request, authenticatedWith: refreshedFrom)
+    }
+
+    /// Waits for `refresh`; a cancellation that is not the caller's own (the refresh was left by
+    /// every other waiter a moment before this one arrived) is read as "ask again".
+    private static func wait(for refresh: SharedRefresh) async throws {
+        do {
+            try await refresh.wait()
+        } catch is CancellationError where !Task.isCancelled {
+            return
+        }
     }
 
     /// Runs the authenticator's refresh of `credential`, outside the transport's chain, and makes
@@ -114,18 +158,18 @@ extension Credentials: CredentialApplying {
         } catch {
             result = .failure(error)
         }
+        let unchanged = (try? result.get()).map { authenticator.isRequest(request, authenticatedWith: $0) } ?? false
         try state.withLock { state in
             if state.refresh === refresh { state.refresh = nil }
             switch result {
             case .failure(let error as CancellationError): throw error
             case .failure(let error): throw AuthenticationError(.refreshFailed, underlyingError: error)
             case .success(let refreshed):
-                if authenticator.isRequest(request, authenticatedWith: refreshed) {
-                    throw AuthenticationError(.credentialUnchanged)
-                }
+                if unchanged { throw AuthenticationError(.credentialUnchanged) }
                 if state.generation == generation {
                     state.credential = refreshed
                     state.generation += 1
+                    state.refreshedFrom = (credential, state.generation)
                 }
             }
         }
@@ -140,6 +184,9 @@ protocol CredentialApplying: Sendable {
     func isRefusal(_ response: URLResponse, to request: URLRequest) -> Bool
     /// Returns once a credential other than the one `request` was refused with is current:
     /// at once when it was already replaced, else after the one shared refresh.
+    /// - Returns: whether that credential is what a refresh made of `request`'s: then a resend
+    ///   may carry it even where the key holds the old credential (the same account). A
+    ///   credential the app set instead may be another account's.
     /// - Throws: ``AuthenticationError`` when there is none to be had; `CancellationError`.
-    func recover(fromRefusalOf request: URLRequest) async throws
+    func recover(fromRefusalOf request: URLRequest) async throws -> Bool
 }

@@ -85,7 +85,10 @@ extension CachedTransport {
         let started = machine.start(
             key: plan.key, request: plan.request, reason: plan.reason, isReload: plan.isReload,
             requestTime: planner.policy.clock.date, starter: waiter)
-        if preparation?.credentials != nil { started.fetch.mayReauthenticate = !RequestPreparation.isRefreshing }
+        if preparation != nil, RequestPreparation.isRefreshing {
+            // A credential's refresh's own request: never prepared, and never waiting for a refresh.
+            started.fetch.bypassesPreparation = true
+        }
         // A caller's request was prepared when it was made; a revalidation's is its entry's, of then.
         return .launch(launchable(started, preparesAgain: waiter == nil || plan.isRevalidation))
     }
@@ -112,7 +115,8 @@ extension CachedTransport {
         let request = outgoingRequest(for: started.fetch)
         return Launch(
             id: started.id, request: request, reason: started.fetch.reason,
-            isConditional: started.fetch.revalidating != nil, key: started.fetch.key, preparesAgain: preparesAgain)
+            isConditional: started.fetch.revalidating != nil, key: started.fetch.key,
+            preparesAgain: preparesAgain && !started.fetch.bypassesPreparation)
     }
 
     /// The request `fetch` sends: its starter's, made conditional on the stored entry when there
@@ -150,7 +154,7 @@ extension CachedTransport {
         within prepared: PreparedLoad? = nil
     ) {
         let load = loader.start(request) { result in
-            self.complete(fetchID, with: result, interval: interval)
+            self.complete(fetchID, with: result, interval: interval, refused: self.refuses(result, to: request))
         }
         if let prepared {
             if !prepared.started(load) { load.cancel() }

@@ -55,9 +55,11 @@ final class Fetch: @unchecked Sendable {
     /// The request last sent with a credential the transport prepared again (a request of the
     /// transport's own, a resend after a refusal); nil while it is ``request``.
     var sentRequest: URLRequest?
-    /// Whether a refusal of its credential may still refresh and resend it: once per fetch, and
-    /// never for a credential's refresh's own request (see ``Credentials``).
-    var mayReauthenticate = false
+    /// Started by a credential's refresh (see ``Credentials``): its requests, retries and resends
+    /// included, go past the adapters and the authenticator, and a refusal is its answer.
+    var bypassesPreparation = false
+    /// Whether a refusal of its credential has already refreshed and resent it: once per fetch.
+    var hasReauthenticated = false
     /// Its attempts so far, from 1 (see ``RetryPolicy``).
     var attempt = 1
 

@@ -36,12 +36,15 @@ enum FetchedAnswer {
 extension CachedTransport {
     /// Completes fetch `fetchID` with `result`, on whatever thread the loader has it: one step
     /// under the in-flight lock, then its action.
+    /// - Parameter refused: the answer refuses the request's credential (see ``Credentials``),
+    ///   as the app's authenticator judged with no lock held.
     nonisolated func complete(
-        _ fetchID: Int, with result: Result<(Data, URLResponse), any Error>, interval: TransportEvents.FetchInterval
+        _ fetchID: Int, with result: Result<(Data, URLResponse), any Error>, interval: TransportEvents.FetchInterval,
+        refused: Bool = false
     ) {
         let duration = reporter.fetchEnded(interval, with: result)
         let action = inFlight.withLock { machine in
-            completionStep(of: fetchID, with: result, duration: duration, in: &machine)
+            completionStep(of: fetchID, with: result, duration: duration, refused: refused, in: &machine)
         }
         carryOut(action, of: interval.url)
     }
@@ -77,11 +80,11 @@ extension CachedTransport {
     /// Call with the in-flight lock held.
     nonisolated func completionStep(
         of fetchID: Int, with result: Result<(Data, URLResponse), any Error>, duration: Duration,
-        in machine: inout FetchStateMachine
+        refused: Bool = false, in machine: inout FetchStateMachine
     ) -> CompletionAction {
         guard let fetch = machine.fetches[fetchID] else { return .none }  // Every caller left.
-        if let (refused, credentials) = refusal(of: fetch, after: result) {
-            fetch.load = reauthenticateThenResend(fetchID, refused: refused, by: credentials)
+        if refused, let (request, credentials) = reauthentication(of: fetch) {
+            fetch.load = reauthenticateThenResend(fetchID, refused: request, by: credentials)
             return .none
         }
         if let delay = retryDelay(of: fetch, after: result) {

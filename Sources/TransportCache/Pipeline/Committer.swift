@@ -230,8 +230,14 @@ final class Committer: Sendable {
     /// the key in flight no longer stores its (older) answer; under an update, it puts its answer
     /// under it instead (what the update rolls back to). While updates of a key are pending, an
     /// answer written without one becomes their base. Announces changed bytes.
-    func commitLocal(_ answers: [StoredResponse], update: Int? = nil) {
+    /// - Parameter signOuts: what ``OptimisticLayers/signOuts`` was when the update that gives
+    ///   these answers began: an answer of a partition signed out since is not written.
+    func commitLocal(_ answers: [StoredResponse], update: Int? = nil, signOuts: Int? = nil) {
         inFlight.withLock { machine in
+            var answers = answers
+            if let signOuts {
+                answers.removeAll { entry in optimistic.withLock { $0.wasSignedOut(entry.key, since: signOuts) } }
+            }
             let keys = Set(answers.map(\.key))
             if update == nil {
                 machine.detach(where: { keys.contains($0) }, because: .supersededInFlight)
@@ -265,7 +271,7 @@ final class Committer: Sendable {
     /// in flight that are older than what it ended on store nothing.
     func endUpdate(
         _ update: Int, keys: [CacheKey], confirmed: [CacheKey: StoredResponse],
-        kept: [CacheKey: StoredResponse] = [:], failed: Bool
+        kept: [CacheKey: StoredResponse] = [:], failed: Bool, signOuts: Int
     ) {
         inFlight.withLock { machine in
             for key in keys {
@@ -275,8 +281,10 @@ final class Committer: Sendable {
                 }
                 guard let ending else {
                     // Invalidated meanwhile: the origin's own answer is still worth storing, a
-                    // provisional one is not.
-                    if let answer = confirmed[key] { show(answer, replacing: nil) }
+                    // provisional one is not. Signed out meanwhile: nothing of it is.
+                    if let answer = confirmed[key], !optimistic.withLock({ $0.wasSignedOut(key, since: signOuts) }) {
+                        show(answer, replacing: nil)
+                    }
                     continue
                 }
                 if let order = ending.endedOn { machine.updatesEnded(for: key, on: order) }
@@ -410,7 +418,10 @@ final class Committer: Sendable {
             let removal = store.removeKeys(.keys(Set(held)), sparing: [])
             for key in removal.keys { store.forgetDeparture(of: key) }
             store.pruneTags(keeping: machine.keysInFlight)
-            optimistic.withLock { $0.forget(where: belongs, signingOut: true) }
+            optimistic.withLock { layers in
+                layers.forget(where: belongs)
+                layers.signOut(partition)
+            }
             reporter.invalidated(removal.keys)
             if broadcaster.count > 0, !removal.keys.isEmpty {
                 broadcaster.enqueue(.invalidated(urls: Self.urls(of: removal.keys.map(\.url)), endpoint: nil))

@@ -100,18 +100,20 @@ extension CachedTransport {
             entries.append(entry)
         }
         let keys = entries.map(\.key)
-        let update = committer.optimistic.withLock { $0.nextID() }
+        let (update, signOuts) = committer.optimistic.withLock { ($0.nextID(), $0.signOuts) }
         committer.commitLocal(entries, update: update)
         let output: Output
         do {
             output = try await write()
         } catch {
-            committer.endUpdate(update, keys: keys, confirmed: [:], failed: true)
-            _ = committer.optimistic.withLock { $0.takeSignedOut(update) }
+            committer.endUpdate(update, keys: keys, confirmed: [:], failed: true, signOuts: signOuts)
             throw error
         }
-        // Its partition was signed out meanwhile: nothing of it is stored, confirmed or refetched.
-        if committer.optimistic.withLock({ $0.takeSignedOut(update) }) { return output }
+        // Its partition was signed out meanwhile: nothing of it is confirmed or refetched (and
+        // what a sign-out during the refetches leaves is refused where it would be written).
+        if committer.optimistic.withLock({ layers in keys.contains { layers.wasSignedOut($0, since: signOuts) } }) {
+            return output
+        }
         var settlement = Settlement()
         do {
             for answer in try confirmed(output) ?? [] { settlement.take(Result { try entry(for: answer) }) }
@@ -122,9 +124,10 @@ extension CachedTransport {
         for entry in entries where settlement.byKey[entry.key] == nil {
             if await !refetch(entry) { kept[entry.key] = entry }
         }
-        committer.endUpdate(update, keys: keys, confirmed: settlement.byKey, kept: kept, failed: false)
+        committer.endUpdate(
+            update, keys: keys, confirmed: settlement.byKey, kept: kept, failed: false, signOuts: signOuts)
         let others = settlement.entries.filter { !keys.contains($0.key) }
-        if !others.isEmpty { committer.commitLocal(others) }
+        if !others.isEmpty { committer.commitLocal(others, signOuts: signOuts) }
         if let refusal = settlement.refusal { throw refusal }
         return output
     }

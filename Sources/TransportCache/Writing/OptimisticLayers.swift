@@ -43,8 +43,10 @@ struct OptimisticLayers: Sendable {
 
     private var stacks: [CacheKey: Stack] = [:]
     private var lastID = 0
-    /// The pending updates whose partition was signed out.
-    private var signedOut: Set<Int> = []
+    /// How many times a partition was signed out so far: an update notes it when it begins.
+    private(set) var signOuts = 0
+    /// For each partition signed out, ``signOuts`` after its latest sign-out.
+    private var lastSignOut: [String: Int] = [:]
 
     /// A new update's identifier.
     mutating func nextID() -> Int {
@@ -136,19 +138,23 @@ struct OptimisticLayers: Sendable {
     var pendingKeys: Set<CacheKey> { stacks.isEmpty ? [] : Set(stacks.keys) }
 
     /// Forgets the pending updates of the keys `matches` selects.
-    /// - Parameter signingOut: they belong to a partition being signed out: their updates are to
-    ///   store nothing when their writes return (see ``takeSignedOut(_:)``).
-    mutating func forget(where matches: (CacheKey) -> Bool, signingOut: Bool = false) {
+    mutating func forget(where matches: (CacheKey) -> Bool) {
         guard !stacks.isEmpty else { return }
-        for (key, stack) in stacks where matches(key) {
-            if signingOut { signedOut.formUnion(stack.layers.map(\.id)) }
-            stacks[key] = nil
-        }
+        for key in stacks.keys where matches(key) { stacks[key] = nil }
     }
 
-    /// Whether update `id` had keys of a partition signed out while it was pending; it is then
-    /// forgotten.
-    mutating func takeSignedOut(_ id: Int) -> Bool {
-        signedOut.remove(id) != nil
+    /// `partition` was signed out: what an update that began before stores for it is refused
+    /// (see ``wasSignedOut(_:since:)``).
+    mutating func signOut(_ partition: String) {
+        signOuts += 1
+        lastSignOut[partition] = signOuts
+    }
+
+    /// Whether `key`'s partition was signed out after ``signOuts`` was `count`.
+    func wasSignedOut(_ key: CacheKey, since count: Int) -> Bool {
+        guard !lastSignOut.isEmpty, let partition = key.partition, let last = lastSignOut[partition] else {
+            return false
+        }
+        return last > count
     }
 }
