@@ -14,10 +14,10 @@ public struct AuthenticationError: Error, Sendable, CustomStringConvertible {
         case credentialUnchanged
         /// The origin refused a request sent with no credential: none is set.
         case noCredential
-        /// A request the transport sends on its own account (a revalidation, a poll, a retry)
-        /// would now go out as another identity than the one its entry belongs to, so it was not
-        /// sent. Declare partitions (``CachedTransport/Configuration/partition``) to keep entries
-        /// through a token refresh.
+        /// A request the transport sends on its own account (a revalidation, a poll, a retry, a
+        /// resend after a refusal) would now go out as another identity than the one it was made
+        /// for, so it was not sent. Declare partitions (``CachedTransport/Configuration/partition``)
+        /// to keep entries through a token refresh.
         case identityChanged
         /// Its partition was signed out (``CachedTransport/signOut(partition:)``) while it was in
         /// flight.
