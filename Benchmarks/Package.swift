@@ -31,6 +31,17 @@ let package = Package(
             ],
             path: "Sources/PathWorkload"
         ),
+        // The observable queries' paths on the main actor, for profilers; see its main.swift.
+        .executableTarget(
+            name: "QueryWorkload",
+            dependencies: [
+                "CallgrindControl",
+                .product(name: "TransportCache", package: "TransportCache"),
+                .product(name: "TransportCacheQueries", package: "TransportCache"),
+                .product(name: "TransportCacheTesting", package: "TransportCache"),
+            ],
+            path: "Sources/QueryWorkload"
+        ),
     ]
         + [
             "HitPath", "MissPath", "Coalescing", "Storage", "ChangeFanOut", "Values", "Revalidation", "Scale",
