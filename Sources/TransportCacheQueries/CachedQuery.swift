@@ -34,14 +34,20 @@ import FoundationNetworking
 /// its ``outcome`` says so; such a query does not follow changes (``isFollowingChanges`` is false),
 /// since nothing stored could change for it.
 @MainActor
-@Observable
-public final class CachedQuery<Value: Decodable & Sendable> {
+public final class CachedQuery<Value: Decodable & Sendable>: Observable {
     /// Where a query stands with its value.
     public typealias Status = QueryStatus
 
     /// Everything observed, in one stored property, so that one transition is one observed
     /// change however many of its parts move.
-    private var state: QueryState<Value>
+    private var storedState: QueryState<Value>
+    /// Its observers; see ``QueryObservation`` for why they register there.
+    private let observation = QueryObservation()
+    /// The state, read as an observer's access.
+    private var state: QueryState<Value> {
+        observation.access()
+        return storedState
+    }
 
     /// Where the query stands.
     public var status: Status { state.status }
@@ -62,12 +68,12 @@ public final class CachedQuery<Value: Decodable & Sendable> {
     public let request: URLRequest
     /// The transport it loads through.
     public let transport: CachedTransport
-    @ObservationIgnored private let decoder: any ResponseDecoding
-    @ObservationIgnored private let tasks = QueryTasks()
+    private let decoder: any ResponseDecoding
+    private let tasks = QueryTasks()
     /// The bytes of the value shown.
-    @ObservationIgnored private var shownData: Data?
+    private var shownData: Data?
     /// What changed while a fetch of the query's own was in flight, looked at when it ends.
-    @ObservationIgnored private var missedChange: QueryState<Value>.MissedChange = .none
+    private var missedChange: QueryState<Value>.MissedChange = .none
 
     /// Makes a query of `request` decoded as `type`, starting from memory when it can.
     ///
@@ -86,15 +92,13 @@ public final class CachedQuery<Value: Decodable & Sendable> {
         self.request = request
         self.transport = transport
         self.decoder = decoder
-        state = QueryState()
+        storedState = QueryState()
         start()
     }
 
     deinit {
-        // Leaving the hub is the main actor's work; this query's member ignores changes until then.
-        if let membership = tasks.stop() {
-            Task { @MainActor in ChangeHub.leave(membership) }
-        }
+        // Left at once, from whatever thread releases the query: no task outlives it.
+        if let membership = tasks.stop() { ChangeHub.leave(membership) }
     }
 
     /// Starts following changes and, when nothing is shown, fetching: what the initialiser does,
@@ -102,7 +106,7 @@ public final class CachedQuery<Value: Decodable & Sendable> {
     public func start() {
         guard !tasks.isStarted else { return }
         tasks.begin()
-        var next = state
+        var next = storedState
         if let url = request.url {
             // Subscribed before memory is read, so no change after the read is missed.
             follow(url)
@@ -132,7 +136,7 @@ public final class CachedQuery<Value: Decodable & Sendable> {
         guard tasks.isStarted else { return }
         if let membership = tasks.stop() { ChangeHub.leave(membership) }
         missedChange = .none
-        var next = state
+        var next = storedState
         next.isFetching = false
         next.isFollowingChanges = false
         if next.status == .loading { next.status = .idle }
@@ -156,7 +160,7 @@ public final class CachedQuery<Value: Decodable & Sendable> {
 
     /// Stores `next` when it shows something else than the current state: one observed change.
     private func show(_ next: QueryState<Value>) {
-        if !next.isSame(as: state) { state = next }
+        if !next.isSame(as: storedState) { observation.withMutation { storedState = next } }
     }
 
     /// Returns once the fetches the query has in flight now have ended and their answers are
@@ -175,7 +179,7 @@ public final class CachedQuery<Value: Decodable & Sendable> {
     /// Shows that a fetch of the query's own begins, and starts it.
     @discardableResult
     private func fetch(refreshing: Bool, policy: URLRequest.CachePolicy? = nil) -> Task<Void, Never> {
-        var next = state
+        var next = storedState
         next.beginFetch()
         show(next)
         return startFetch(refreshing: refreshing, policy: policy)
@@ -207,7 +211,7 @@ public final class CachedQuery<Value: Decodable & Sendable> {
 
     private func finish(_ result: Result<QueryAnswer<Value>, any Error>, id: Int, generation: Int) {
         guard generation == tasks.generation, tasks.remove(id) else { return }
-        var next = state
+        var next = storedState
         next.isFetching = tasks.fetchCount > 0
         switch result {
         case .success(let answer):
@@ -233,7 +237,7 @@ public final class CachedQuery<Value: Decodable & Sendable> {
         let generation = tasks.generation
         tasks.follow(
             ChangeHub.join(transport, url: url) { [weak self] change in
-                guard let self, generation == self.tasks.generation, self.state.isFollowingChanges else { return }
+                guard let self, generation == self.tasks.generation, self.storedState.isFollowingChanges else { return }
                 self.heard(change)
             })
     }
@@ -267,13 +271,13 @@ public final class CachedQuery<Value: Decodable & Sendable> {
                     fetch(refreshing: false, policy: .returnCacheDataElseLoad)
                     return
                 }
-                var next = state
+                var next = storedState
                 next.take(
                     QueryAnswer(value: answer.value, data: answer.data, outcome: answer.outcome), shown: &shownData,
                     isFetched: false)
                 show(next)
             } catch {
-                var next = state
+                var next = storedState
                 next.take(error)
                 show(next)
             }
