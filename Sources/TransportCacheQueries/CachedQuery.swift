@@ -40,11 +40,13 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
 
     /// Everything observed, in one stored property, so that one transition is one observed
     /// change however many of its parts move.
-    private var storedState: QueryState<Value>
+    private var storedState: QueryState
+    /// The value shown, changed with `storedState`.
+    private var storedValue: Value?
     /// Its observers; see ``QueryObservation`` for why they register there.
     private let observation = QueryObservation()
     /// The state, read as an observer's access.
-    private var state: QueryState<Value> {
+    private var state: QueryState {
         observation.access()
         return storedState
     }
@@ -52,7 +54,10 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
     /// Where the query stands.
     public var status: Status { state.status }
     /// The last good value, kept while a fetch runs and after a failure.
-    public var value: Value? { state.value }
+    public var value: Value? {
+        observation.access()
+        return storedValue
+    }
     /// Why the last answer failed: a `URLError`, or a `ValueDecodingError` for a status or body
     /// that gave no value; nil once an answer succeeds.
     public var error: (any Error)? { state.error }
@@ -73,7 +78,7 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
     /// The bytes of the value shown.
     private var shownData: Data?
     /// What changed while a fetch of the query's own was in flight, looked at when it ends.
-    private var missedChange: QueryState<Value>.MissedChange = .none
+    private var missedChange: QueryState.MissedChange = .none
 
     /// Makes a query of `request` decoded as `type`, starting from memory when it can.
     ///
@@ -114,10 +119,8 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
         }
         do {
             if let answer = try transport.cachedValue(Value.self, for: request, decoder: decoder) {
-                next.take(
-                    QueryAnswer(value: answer.value, data: answer.data, outcome: answer.outcome), shown: &shownData,
-                    isFetched: true)
-                show(next)
+                let replacesValue = next.take(answer.data, outcome: answer.outcome, shown: &shownData, isFetched: true)
+                show(next, value: replacesValue ? answer.value : nil)
                 return
             }
         } catch {
@@ -158,9 +161,14 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
         await fetch(refreshing: true).value
     }
 
-    /// Stores `next` when it shows something else than the current state: one observed change.
-    private func show(_ next: QueryState<Value>) {
-        if !next.isSame(as: storedState) { observation.withMutation { storedState = next } }
+    /// Stores `next`, and `value` when there is one, when they show something else than the
+    /// current state: one observed change.
+    private func show(_ next: QueryState, value: Value? = nil) {
+        guard !next.isSame(as: storedState) else { return }
+        observation.withMutation {
+            storedState = next
+            if let value { storedValue = value }
+        }
     }
 
     /// Returns once the fetches the query has in flight now have ended and their answers are
@@ -213,19 +221,22 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
         guard generation == tasks.generation, tasks.remove(id) else { return }
         var next = storedState
         next.isFetching = tasks.fetchCount > 0
+        var value: Value?
         switch result {
         case .success(let answer):
-            next.take(answer, shown: &shownData, isFetched: true)
+            if next.take(answer.data, outcome: answer.outcome, shown: &shownData, isFetched: true) {
+                value = answer.value
+            }
             if case .passedThrough = answer.outcome?.source { stopFollowing(&next) }
         case .failure(let error):
             next.take(error)
         }
-        show(next)
+        show(next, value: value)
         if tasks.fetchCount == 0 { catchUp() }
     }
 
     /// Stops listening: the request is not cached, so nothing stored could change for it.
-    private func stopFollowing(_ next: inout QueryState<Value>) {
+    private func stopFollowing(_ next: inout QueryState) {
         if let membership = tasks.stopFollowing() { ChangeHub.leave(membership) }
         missedChange = .none
         next.isFollowingChanges = false
@@ -243,7 +254,7 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
     }
 
     private func heard(_ change: CacheChange) {
-        let missed: QueryState<Value>.MissedChange =
+        let missed: QueryState.MissedChange =
             switch change {
             case .updated: .updated
             case .invalidated, .cleared: .invalidated
@@ -272,10 +283,8 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
                     return
                 }
                 var next = storedState
-                next.take(
-                    QueryAnswer(value: answer.value, data: answer.data, outcome: answer.outcome), shown: &shownData,
-                    isFetched: false)
-                show(next)
+                let replacesValue = next.take(answer.data, outcome: answer.outcome, shown: &shownData, isFetched: false)
+                show(next, value: replacesValue ? answer.value : nil)
             } catch {
                 var next = storedState
                 next.take(error)

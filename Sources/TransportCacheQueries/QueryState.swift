@@ -1,9 +1,12 @@
 import Foundation
 import TransportCache
 
-/// What a ``CachedQuery`` shows, as one value: a transition builds the next state whole, and the
-/// query stores it only when it differs, so each real change is one observed change.
-struct QueryState<Value: Sendable> {
+/// What a ``CachedQuery`` shows but its value, as one value: a transition builds the next state
+/// whole, and the query stores it (with the value, when the transition brings one) only when it
+/// differs, so each real change is one observed change.
+///
+/// Not generic, so that the query's many transitions need no type metadata looked up at run time.
+struct QueryState {
     /// What a query heard while a fetch of its own was in flight, ordered by the work it asks for.
     enum MissedChange: Int, Comparable {
         case none, updated, invalidated
@@ -12,7 +15,8 @@ struct QueryState<Value: Sendable> {
     }
 
     var status: QueryStatus = .idle
-    private(set) var value: Value?
+    /// Whether a value is shown (the query holds it beside this state).
+    private(set) var hasValue = false
     private(set) var error: (any Error)?
     var isFetching = false
     var outcome: CacheOutcome?
@@ -26,22 +30,25 @@ struct QueryState<Value: Sendable> {
         if status == .idle { status = .loading }
     }
 
-    /// Takes a good answer. Bytes equal to those shown change nothing but the status, the error
-    /// and, for an answer to a fetch, the outcome.
-    mutating func take(_ answer: QueryAnswer<Value>, shown: inout Data?, isFetched: Bool) {
-        if value == nil || answer.data != shown {
-            value = answer.value
-            shown = answer.data
+    /// Takes a good answer, made from `data`. Bytes equal to those shown change nothing but the
+    /// status, the error and, for an answer to a fetch, the outcome.
+    /// - Returns: whether the answer's value replaces the one shown.
+    mutating func take(_ data: Data, outcome: CacheOutcome?, shown: inout Data?, isFetched: Bool) -> Bool {
+        let replacesValue = !hasValue || data != shown
+        if replacesValue {
+            hasValue = true
+            shown = data
             revision += 1
-            outcome = answer.outcome
+            self.outcome = outcome
         } else if isFetched {
-            outcome = answer.outcome
+            self.outcome = outcome
         }
         if error != nil {
             error = nil
             revision += 1
         }
         status = .loaded
+        return replacesValue
     }
 
     /// Takes a failure, keeping the last good value. A cancellation is the query's own doing
