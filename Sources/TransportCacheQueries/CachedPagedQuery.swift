@@ -57,7 +57,7 @@ public final class CachedPagedQuery<Page: Decodable & Sendable> {
         _ type: Page.Type = Page.self,
         first: URLRequest,
         in transport: CachedTransport,
-        decoder: any ResponseDecoding = JSONDecoder(),
+        decoder: any ResponseDecoding = defaultQueryDecoder,
         maximumConcurrentRefreshes: Int = 2,
         nextRequest: @escaping @MainActor (_ page: Page) -> URLRequest?
     ) {

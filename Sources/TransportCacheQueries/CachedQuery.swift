@@ -77,6 +77,9 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
     private let tasks = QueryTasks()
     /// The bytes of the value shown.
     private var shownData: Data?
+    /// True until the initialiser returns: no one can observe the query yet, so its first state is
+    /// stored without telling the registrar.
+    private var isInitialising = true
     /// What changed while a fetch of the query's own was in flight, looked at when it ends.
     private var missedChange: QueryState.MissedChange = .none
 
@@ -92,13 +95,14 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
         _ type: Value.Type = Value.self,
         for request: URLRequest,
         in transport: CachedTransport,
-        decoder: any ResponseDecoding = JSONDecoder()
+        decoder: any ResponseDecoding = defaultQueryDecoder
     ) {
         self.request = request
         self.transport = transport
         self.decoder = decoder
         storedState = QueryState()
         start()
+        isInitialising = false
     }
 
     deinit {
@@ -165,6 +169,11 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
     /// current state: one observed change.
     private func show(_ next: QueryState, value: Value? = nil) {
         guard !next.isSame(as: storedState) else { return }
+        guard !isInitialising else {
+            storedState = next
+            if let value { storedValue = value }
+            return
+        }
         observation.withMutation {
             storedState = next
             if let value { storedValue = value }

@@ -62,3 +62,8 @@ extension QueryAnswer where Value: Decodable {
         }
     }
 }
+
+/// The decoder of a query made without one: a plain `JSONDecoder`, made once and shared, rather
+/// than one made and released with each query.
+@usableFromInline
+let defaultQueryDecoder = JSONDecoder()
