@@ -74,7 +74,7 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
     /// The transport it loads through.
     public let transport: CachedTransport
     private let decoder: any ResponseDecoding
-    private let tasks = QueryTasks()
+    private var tasks = QueryTasks()
     /// The bytes of the value shown.
     private var shownData: Data?
     /// True until the initialiser returns: no one can observe the query yet, so its first state is

@@ -3,76 +3,62 @@ import Foundation
 /// The fetches a query started and its place in the hub of its URL's changes, ended together
 /// when it stops or is released.
 ///
-/// Its owner works on the main actor, but its `deinit` does not: the lock lets `deinit` cancel
-/// what is in flight. `@unchecked Sendable` is safe here: every stored property is guarded by
-/// `lock`.
-final class QueryTasks: @unchecked Sendable {
-    private let lock = NSLock()
+/// A value the query keeps and changes on the main actor. Its `deinit` reaches it too, without
+/// the main actor: by then no one else holds the query (its tasks hold it weakly), so no lock is
+/// needed.
+struct QueryTasks {
     private var fetches: [Int: Task<Void, Never>] = [:]
     private var membership: ChangeHub.Membership?
     private var nextID = 0
-    private var started = false
-    private var currentGeneration = 0
-
     /// Whether the owner has started and not stopped since.
-    var isStarted: Bool { lock.withLock { started } }
+    private(set) var isStarted = false
     /// Counts starts and stops: a task that began under another generation is stale.
-    var generation: Int { lock.withLock { currentGeneration } }
-    /// The fetches in flight.
-    var fetchTasks: [Task<Void, Never>] { lock.withLock { Array(fetches.values) } }
-    /// How many fetches are in flight.
-    var fetchCount: Int { lock.withLock { fetches.count } }
+    private(set) var generation = 0
 
-    func begin() {
-        lock.withLock {
-            started = true
-            currentGeneration += 1
-        }
+    /// The fetches in flight.
+    var fetchTasks: [Task<Void, Never>] { Array(fetches.values) }
+    /// How many fetches are in flight.
+    var fetchCount: Int { fetches.count }
+
+    mutating func begin() {
+        isStarted = true
+        generation += 1
     }
 
     /// Keeps the owner's place in the hub of its URL's changes.
-    func follow(_ membership: ChangeHub.Membership) {
-        lock.withLock { self.membership = membership }
+    mutating func follow(_ membership: ChangeHub.Membership) {
+        self.membership = membership
     }
 
     /// An identifier for a fetch about to start, which ``keep(_:as:)`` then keeps.
-    func reserveID() -> Int {
-        lock.withLock {
-            nextID += 1
-            return nextID
-        }
+    mutating func reserveID() -> Int {
+        nextID += 1
+        return nextID
     }
 
-    /// Keeps `task`, a fetch in flight, unless the owner stopped since its identifier was made.
-    func keep(_ task: Task<Void, Never>, as id: Int) {
-        lock.withLock { fetches[id] = task }
+    /// Keeps `task`, a fetch in flight.
+    mutating func keep(_ task: Task<Void, Never>, as id: Int) {
+        fetches[id] = task
     }
 
     /// Forgets the fetch `id`, which ended. - Returns: false when it was cancelled by a stop.
-    func remove(_ id: Int) -> Bool {
-        lock.withLock { fetches.removeValue(forKey: id) != nil }
+    mutating func remove(_ id: Int) -> Bool {
+        fetches.removeValue(forKey: id) != nil
     }
 
     /// Forgets the owner's place in its hub. - Returns: the place, for the owner to leave.
-    func stopFollowing() -> ChangeHub.Membership? {
-        lock.withLock {
-            defer { membership = nil }
-            return membership
-        }
+    mutating func stopFollowing() -> ChangeHub.Membership? {
+        defer { membership = nil }
+        return membership
     }
 
     /// Cancels every fetch and marks the owner stopped.
-    /// - Returns: the owner's place in its hub, for the owner to leave on the main actor.
-    func stop() -> ChangeHub.Membership? {
-        lock.lock()
-        let cancelled = Array(fetches.values)
-        let left = membership
+    /// - Returns: the owner's place in its hub, for the owner to leave.
+    mutating func stop() -> ChangeHub.Membership? {
+        for task in fetches.values { task.cancel() }
         fetches = [:]
-        membership = nil
-        started = false
-        currentGeneration += 1
-        lock.unlock()
-        for task in cancelled { task.cancel() }
-        return left
+        isStarted = false
+        generation += 1
+        return stopFollowing()
     }
 }
