@@ -61,6 +61,31 @@ struct QueryTests {
         await transport.waitForChangeSubscribers(0)
     }
 
+    @Test("a query made as the last of its URL is released keeps the subscription, which ends with the last")
+    func replacedQueryKeepsTheSubscription() async throws {
+        let origin = ScriptedOrigin()
+        origin.respond(to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")))
+        let transport = makeTransport(origin)
+        _ = try await transport.data(from: articlesURL)
+        var query: CachedQuery<[Article]>? = CachedQuery(
+            [Article].self, for: URLRequest(url: articlesURL), in: transport)
+        #expect(transport.statistics.subscribers == 1)
+
+        // Released and made again in one turn of the main actor, as a view made anew is.
+        query = nil
+        query = CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: transport)
+        #expect(transport.statistics.subscribers == 1)
+
+        var observed = query.map(observe)
+        try transport.store(ProvisionalAnswer(for: URLRequest(url: articlesURL), value: articles("two")))
+        await observed?.waitForChanges(1)
+        #expect(observed?.states.map(\.value) == [articles("one"), articles("two")])
+        // The observer reads the query: it goes first.
+        observed = nil
+        query = nil
+        await transport.waitForChangeSubscribers(0)
+    }
+
     @Test("a miss shows loading, then the fetched value with its outcome: one change")
     func missLoadsOnce() async throws {
         let origin = ScriptedOrigin(gated: true)
