@@ -26,6 +26,7 @@ final class ChangeHub: @unchecked Sendable {
     }
 
     private static let lock = NSLock()
+    // Unsafe only to the compiler: both are read and written with `lock` held, and nowhere else.
     nonisolated(unsafe) private static var hubs: [Key: ChangeHub] = [:]
     nonisolated(unsafe) private static var lastID = 0
 
