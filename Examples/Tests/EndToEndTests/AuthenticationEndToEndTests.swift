@@ -9,29 +9,29 @@ import TransportCacheTesting
 
 @Suite("Credentials, partitions and sign-out against a real origin")
 struct AuthenticationEndToEndTests {
-    /// A transport keyed by account, with `credentials` from `tokens`.
-    static func transport(
-        _ tokens: OriginTokens, _ credentials: Credentials<OriginTokens>,
-        _ configure: (inout CachedTransport.Configuration) -> Void = { _ in }
-    ) -> CachedTransport {
+    /// `account` signed in with `token` on a new transport keyed by account, whose credentials
+    /// come from the origin's token endpoint at `tokenPath` (with any of its parameters).
+    static func signedIn(
+        on origin: LoopbackOrigin, tokenPath: String = "/token", as account: String = "me", token: String = "old",
+        limit: RefreshLimit = RefreshLimit()
+    ) -> (tokens: OriginTokens, credentials: Credentials<OriginTokens>, transport: CachedTransport) {
+        let tokens = OriginTokens(tokenURL: origin.url(tokenPath))
+        let credentials = Credentials(tokens, credential: OriginAccount(name: account, token: token), limit: limit)
         var configuration = CachedTransport.Configuration()
         configuration.authenticate(with: credentials)
         configuration.partition = { $0.value(forHTTPHeaderField: "X-Account") }
-        configure(&configuration)
         // Room for twenty requests held at the origin at once (six per host by default).
         let session = URLSessionConfiguration.ephemeral
         session.httpMaximumConnectionsPerHost = 32
         let transport = CachedTransport(configuration: configuration, sessionConfiguration: session)
         tokens.use(transport)
-        return transport
+        return (tokens, credentials, transport)
     }
 
     @Test("twenty screens refused at once: one refresh, twenty resends, twenty answers, the entries kept through it")
     func twentyRefusalsOneRefresh() async throws {
         try await withOrigin { origin async throws in
-            let tokens = OriginTokens(tokenURL: origin.url("/token"))
-            let credentials = Credentials(tokens, credential: OriginAccount(name: "me", token: "t0"))
-            let transport = Self.transport(tokens, credentials)
+            let (tokens, _, transport) = Self.signedIn(on: origin, token: "t0")
             let kept = origin.url("/kept?token=1&stable=1")
             let before = try await transport.data(from: kept).0
             await origin.expireToken()
@@ -57,9 +57,7 @@ struct AuthenticationEndToEndTests {
     @Test("the callers of one shared fetch share its resend; a credential replaced meanwhile is used without a refresh")
     func sharedResendAndReplacedCredential() async throws {
         try await withOrigin { origin async throws in
-            let tokens = OriginTokens(tokenURL: origin.url("/token"))
-            let credentials = Credentials(tokens, credential: OriginAccount(name: "me", token: "old"))
-            let transport = Self.transport(tokens, credentials)
+            let (tokens, credentials, transport) = Self.signedIn(on: origin)
             let shared = "/shared?token=1&gate=1"
             let callers = await startHeldCallers(5, of: shared, on: transport, origin: origin)
             // The app signs in again meanwhile: the refused fetch is resent with that credential.
@@ -74,9 +72,7 @@ struct AuthenticationEndToEndTests {
     @Test("a request made during the refresh waits for it and goes out once, with the new token")
     func requestsWaitForTheRefresh() async throws {
         try await withOrigin { origin async throws in
-            let tokens = OriginTokens(tokenURL: origin.url("/token?gate=1"))
-            let credentials = Credentials(tokens, credential: OriginAccount(name: "me", token: "old"))
-            let transport = Self.transport(tokens, credentials)
+            let (_, _, transport) = Self.signedIn(on: origin, tokenPath: "/token?gate=1")
             await origin.closeGate()
             let refused = Task { try await transport.data(from: origin.url("/a?token=1")).0.text }
             await origin.waitForHits("/token?gate=1", count: 1)
@@ -92,9 +88,7 @@ struct AuthenticationEndToEndTests {
     @Test("a refresh refused with a 401 fails every waiting caller with its outcome; a later one retries")
     func failedRefresh() async throws {
         try await withOrigin { origin async throws in
-            let tokens = OriginTokens(tokenURL: origin.url("/token?status=401"))
-            let credentials = Credentials(tokens, credential: OriginAccount(name: "me", token: "old"))
-            let transport = Self.transport(tokens, credentials)
+            let (tokens, _, transport) = Self.signedIn(on: origin, tokenPath: "/token?status=401")
             await origin.closeGate()
             let callers = (0..<3).map { index in
                 Task { try await transport.data(from: origin.url("/item/\(index)?token=1&gate=1")) }
@@ -119,11 +113,9 @@ struct AuthenticationEndToEndTests {
     @Test("an origin that refuses every new token ends in tooManyRefreshes, not a loop")
     func refreshLimit() async throws {
         try await withOrigin { origin async throws in
-            let tokens = OriginTokens(tokenURL: origin.url("/token?bogus=1"))
-            let credentials = Credentials(
-                tokens, credential: OriginAccount(name: "me", token: "old"),
+            let (_, _, transport) = Self.signedIn(
+                on: origin, tokenPath: "/token?bogus=1",
                 limit: RefreshLimit(maximumRefreshes: 1, window: .seconds(3600)))
-            let transport = Self.transport(tokens, credentials)
             let (_, response) = try await transport.data(from: origin.url("/a?token=1"))
             #expect((response as? HTTPURLResponse)?.statusCode == 401)
             await #expect {
@@ -137,9 +129,7 @@ struct AuthenticationEndToEndTests {
     @Test("when every caller waiting for a refresh is cancelled, the refresh's own request is cancelled")
     func abandonedRefresh() async throws {
         try await withOrigin { origin async throws in
-            let tokens = OriginTokens(tokenURL: origin.url("/token?gate=1"))
-            let credentials = Credentials(tokens, credential: OriginAccount(name: "me", token: "old"))
-            let transport = Self.transport(tokens, credentials)
+            let (tokens, credentials, transport) = Self.signedIn(on: origin, tokenPath: "/token?gate=1")
             await origin.closeGate()
             let caller = Task { try await transport.data(from: origin.url("/a?token=1")) }
             await origin.waitForHits("/token?gate=1", count: 1)
@@ -189,9 +179,7 @@ struct AuthenticationEndToEndTests {
     @Test("signing an account out leaves nothing of it in memory or in flight; the next account sees none of it")
     func signOut() async throws {
         try await withOrigin { origin async throws in
-            let tokens = OriginTokens(tokenURL: origin.url("/token"))
-            let credentials = Credentials(tokens, credential: OriginAccount(name: "alice", token: "t0"))
-            let transport = Self.transport(tokens, credentials)
+            let (_, credentials, transport) = Self.signedIn(on: origin, as: "alice", token: "t0")
             _ = try await transport.data(for: request(origin.url("/feed?token=1")), tags: ["feed"])
             _ = try await transport.data(from: origin.url("/profile?token=1"))
             await origin.closeGate()

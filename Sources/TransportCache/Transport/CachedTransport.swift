@@ -173,7 +173,7 @@ public actor CachedTransport {
     /// - one that carries its own `If-None-Match`, `If-Modified-Since`, `If-Match`,
     ///   `If-Unmodified-Since`, `If-Range` or `Range`, or `Cache-Control: no-store`, goes to the
     ///   origin as sent, past the store and coalescing, and gets the origin's answer (`304`, `206`,
-    ///   `412` …), which is not stored; except, with ``Configuration/conformsToHTTPCaching``, a
+    ///   `412` …), which is not stored; except, when following HTTP caching (<doc:Revalidation>), a
     ///   `GET` or `HEAD` whose `If-None-Match`, `If-Modified-Since`, `Range` or `If-Range` a stored
     ///   entry of its own key may answer unvalidated: it gets a `304`, a `206`, a `416` or the
     ///   stored answer, made from that entry, and nothing is sent;
