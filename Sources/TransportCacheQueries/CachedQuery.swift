@@ -203,11 +203,13 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
     }
 
     /// Starts a fetch of the query's own, whose answer is shown when it ends, unless the query was
-    /// stopped or released meanwhile.
+    /// stopped or released meanwhile. A fetch with `.returnCacheDataDontLoad` only reads memory:
+    /// finding nothing there, it is not a failure to show but a change to catch up with.
     @discardableResult
     private func startFetch(refreshing: Bool, policy: URLRequest.CachePolicy? = nil) -> Task<Void, Never> {
         var request = request
         if let policy { request.cachePolicy = policy }
+        let readsMemoryOnly = policy == .returnCacheDataDontLoad
         let generation = tasks.generation
         let (transport, decoder) = (transport, decoder)
         let id = tasks.reserveID()
@@ -220,13 +222,15 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
             } catch {
                 result = .failure(error)
             }
-            self?.finish(result, id: id, generation: generation)
+            self?.finish(result, id: id, generation: generation, readsMemoryOnly: readsMemoryOnly)
         }
         tasks.keep(task, as: id)
         return task
     }
 
-    private func finish(_ result: Result<QueryAnswer<Value>, any Error>, id: Int, generation: Int) {
+    private func finish(
+        _ result: Result<QueryAnswer<Value>, any Error>, id: Int, generation: Int, readsMemoryOnly: Bool
+    ) {
         guard generation == tasks.generation, tasks.remove(id) else { return }
         var next = storedState
         next.isFetching = tasks.fetchCount > 0
@@ -237,6 +241,9 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
                 value = answer.value
             }
             if case .passedThrough = answer.outcome?.source { stopFollowing(&next) }
+        case .failure(let error as URLError) where readsMemoryOnly && error.code == .resourceUnavailable:
+            // Dropped since its change was heard: fetched again below, as an invalidation is.
+            missedChange = .invalidated
         case .failure(let error):
             next.take(error)
         }
@@ -288,7 +295,9 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
             reading.cachePolicy = .returnCacheDataElseLoad
             do {
                 guard let answer = try transport.cachedValue(Value.self, for: reading, decoder: decoder) else {
-                    fetch(refreshing: false, policy: .returnCacheDataElseLoad)
+                    // Another caller decodes the entry now (the refresh that changed it, often),
+                    // or it was dropped since: read when decoded, with no fetch to show.
+                    startFetch(refreshing: false, policy: .returnCacheDataDontLoad)
                     return
                 }
                 var next = storedState

@@ -1,0 +1,38 @@
+import Foundation
+import TransportCache
+
+/// A JSON decoder that holds one decode, the `held`-th, on its thread until ``release()``: a
+/// decode another caller has under way.
+final class HeldDecoder: ResponseDecoding {
+    private let held: Int
+    private let decodes = Locked(0)
+    private let entered = DispatchSemaphore(value: 0)
+    private let released = DispatchSemaphore(value: 0)
+
+    init(holding held: Int) {
+        self.held = held
+    }
+
+    func decode<Value: Decodable>(_ type: Value.Type, from data: Data) throws -> Value {
+        let count = decodes.withLock { count in
+            count += 1
+            return count
+        }
+        if count == held {
+            entered.signal()
+            // Bounded, so a broken test fails instead of hanging.
+            _ = released.wait(timeout: .now() + 10)
+        }
+        return try JSONDecoder().decode(type, from: data)
+    }
+
+    /// Blocks the calling thread until the held decode has begun: nothing else runs on the caller's
+    /// actor meanwhile. - Returns: false when it did not begin within 10 seconds.
+    func blockUntilHeld() -> Bool {
+        entered.wait(timeout: .now() + 10) == .success
+    }
+
+    func release() {
+        released.signal()
+    }
+}
