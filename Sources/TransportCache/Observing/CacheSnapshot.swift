@@ -95,36 +95,53 @@ extension CachedTransport {
     /// task never waits for the whole copy; no entry is stored or dropped while it is taken.
     public nonisolated func snapshot() -> CacheSnapshot {
         let now = planner.policy.clock.now
+        // Under the lock a hit takes, as little as each entry needs: its variants with what is
+        // guarded (hits, decoded types). The key comes from the variant, outside the lock; a key
+        // with one variant, the usual case, makes no array.
         let held = inFlight.withLock { _ in
-            store.copyHeld { key, variants in
-                (key, variants.all.map { (stored: $0, hits: $0.hits, decodedTypes: $0.decoded.typeNames) })
+            store.copyHeld { _, variants in
+                let all = variants.all
+                return (first: HeldVariant(all[0]), others: all.count > 1 ? all.dropFirst().map(HeldVariant.init) : [])
             }
         }
         var entries: [CacheSnapshot.Entry] = []
         entries.reserveCapacity(held.count)
-        for (key, variants) in held {
+        for (first, others) in held {
+            let key = first.stored.key
             guard let url = URL(string: key.url) else { continue }
-            for (stored, hits, decodedTypes) in variants {
-                let sinceStored = now - stored.storedAt
-                var variantHeaders: [String: String] = [:]
-                for field in stored.selector.fields { variantHeaders[field.name] = field.value ?? "" }
-                entries.append(
-                    CacheSnapshot.Entry(
-                        url: url,
-                        method: key.method,
-                        variantHeaders: variantHeaders,
-                        age: stored.currentAge(at: now) ?? sinceStored,
-                        freshnessLifetime: stored.expiresAt.map {
-                            $0 - stored.storedAt + (stored.initialAge ?? .zero)
-                        },
-                        entityTag: stored.entityTag,
-                        lastModified: stored.lastModified,
-                        bytes: stored.data.count,
-                        hits: hits,
-                        decodedTypes: decodedTypes
-                    ))
-            }
+            entries.append(first.entry(url: url, method: key.method, at: now))
+            for variant in others { entries.append(variant.entry(url: url, method: key.method, at: now)) }
         }
         return CacheSnapshot(entries: entries)
+    }
+}
+
+/// A stored variant with what the store's lock guards, read under it for a snapshot.
+private struct HeldVariant {
+    let stored: StoredResponse
+    let hits: Int
+    let decodedTypes: [String]
+
+    init(_ stored: StoredResponse) {
+        self.stored = stored
+        hits = stored.hits
+        decodedTypes = stored.decoded.typeNames
+    }
+
+    func entry(url: URL, method: String, at now: ContinuousClock.Instant) -> CacheSnapshot.Entry {
+        var variantHeaders: [String: String] = [:]
+        for field in stored.selector.fields { variantHeaders[field.name] = field.value ?? "" }
+        return CacheSnapshot.Entry(
+            url: url,
+            method: method,
+            variantHeaders: variantHeaders,
+            age: stored.currentAge(at: now) ?? now - stored.storedAt,
+            freshnessLifetime: stored.expiresAt.map { $0 - stored.storedAt + (stored.initialAge ?? .zero) },
+            entityTag: stored.entityTag,
+            lastModified: stored.lastModified,
+            bytes: stored.data.count,
+            hits: hits,
+            decodedTypes: decodedTypes
+        )
     }
 }
