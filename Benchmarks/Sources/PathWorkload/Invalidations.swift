@@ -9,7 +9,9 @@ import TransportCache
 // The Scale suite's invalidations once, for profilers: `PathWorkload invalidations 100000` fills
 // a transport as the suite does, then hits a key no invalidation touches from a detached task
 // while a thread of its own runs each kind of invalidation, and prints, for each one, its time
-// and the worst hit that began while it ran.
+// and the worst hit that began while it ran, then each hit of 1 ms or more. Times are
+// CLOCK_MONOTONIC seconds, as `perf record -k CLOCK_MONOTONIC` stamps its events, so a slow hit
+// can be found in a trace. With `STEP=<name>` (`STEP=snapshot`), only that step runs, 8 times.
 
 private let groups = 100
 
@@ -41,7 +43,7 @@ func invalidationsWhileHitting(count: Int) async throws {
         _ = try await transport.data(for: scaleRequest(index), tags: ["g\(index % groups)"])
     }
     let single = Array(stride(from: 1, to: count, by: max(1, count / 21))).prefix(20).filter { $0 % groups != 3 }
-    let steps: [(String, @Sendable () -> Void)] = [
+    var steps: [(String, @Sendable () -> Void)] = [
         ("pathPrefix /g11", { transport.invalidate(.pathPrefix("/g11")) }),
         ("pathPrefix /g12", { transport.invalidate(.pathPrefix("/g12")) }),
         ("20 requests", { for index in single { transport.invalidate(scaleRequest(index)) } }),
@@ -52,6 +54,10 @@ func invalidationsWhileHitting(count: Int) async throws {
         ("trim warning", { transport.trim(for: .warning) }),
         ("invalidateAll", { transport.invalidateAll() }),
     ]
+    if let only = ProcessInfo.processInfo.environment["STEP"], let step = steps.first(where: { $0.0 == only }) {
+        steps = Array(repeating: step, count: 8)
+    }
+    let chosen = steps
     let spans = Shared<[(String, Int, Int)]>()
     spans.value = []
     let done = Shared<Bool>()
@@ -61,7 +67,7 @@ func invalidationsWhileHitting(count: Int) async throws {
     Thread.detachNewThread {
         go.wait()
         var recorded: [(String, Int, Int)] = []
-        for (name, step) in steps {
+        for (name, step) in chosen {
             let start = monotonicNow()
             step()
             recorded.append((name, start, monotonicNow()))
@@ -85,9 +91,14 @@ func invalidationsWhileHitting(count: Int) async throws {
     finished.wait()
     for (name, start, end) in spans.value {
         let worst = slow.filter { $0.start >= start && $0.start < end }.map(\.latency).max() ?? 0
-        print("\(name): \((end - start) / 1_000) µs, worst hit \(worst / 1_000) µs")
+        print(
+            "\(name): \((end - start) / 1_000) µs, worst hit \(worst / 1_000) µs [\(Double(start) / 1e9) - \(Double(end) / 1e9)]"
+        )
     }
     print("hits over 100 µs: \(slow.count), over 1 ms: \(slow.filter { $0.latency >= 1_000_000 }.count)")
+    for hit in slow where hit.latency >= 1_000_000 {
+        print("slow hit at \(Double(hit.start) / 1e9) for \(hit.latency / 1_000) µs")
+    }
 }
 
 /// Fills a transport with `count` entries as the Scale suite does, then runs one invalidation,

@@ -132,16 +132,16 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         }
     }
 
-    /// The keys of the `count` most recently used values, most recently used first.
+    /// Appends the keys of the `count` most recently used values to `keys`, most recently used
+    /// first. Reserve room in `keys` beforehand to keep allocation out of the caller's lock.
     /// - Complexity: O(count).
-    func keys(mostRecentlyUsedFirst count: Int) -> [Key] {
-        var keys: [Key] = []
+    func appendKeys(mostRecentlyUsedFirst count: Int, to keys: inout [Key]) {
+        let end = keys.count + count
         var position = newest
-        while position >= 0, keys.count < count {
+        while position >= 0, keys.count < end {
             if let key = slots[position].key { keys.append(key) }
             position = slots[position].older
         }
-        return keys
     }
 
     /// Stores `value`, replacing any value for `key`, then evicts least recently used values until

@@ -134,8 +134,14 @@ extension ResponseStore {
         // Only the latest departures are remembered: the most recently used keys, recorded last,
         // as the ones most likely to be asked for again. Departures change only with the in-flight
         // lock held, so the copy recorded here is the store's own plus these keys.
-        var (recent, departures) = state.withLock {
-            ($0.entries.keys(mostRecentlyUsedFirst: Departures.limit), $0.departures)
+        // Room made before the lock: on Linux, an allocation this large can first merge every
+        // small block freed since the last such one, holding the allocator's lock for
+        // milliseconds, and hits allocate too.
+        var recent: [CacheKey] = []
+        recent.reserveCapacity(Departures.limit)
+        var departures = state.withLock { state in
+            state.entries.appendKeys(mostRecentlyUsedFirst: Departures.limit, to: &recent)
+            return state.departures
         }
         for key in recent.reversed() { departures.record(key, reason) }
         let emptied = state.withLock { state in
