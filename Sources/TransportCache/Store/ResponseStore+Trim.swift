@@ -30,10 +30,6 @@ extension ResponseStore {
             dropDecodedValues()
             var removal = Removal()
             var values: [StoredVariants] = []
-            // Room for the most a trim can take, made outside the lock (see `removeEverything`).
-            let held = state.withLock { $0.entries.count }
-            values.reserveCapacity(held)
-            removal.keys.reserveCapacity(held)
             inShortHolds { state in
                 let removed = state.entries.removeLeastRecentlyUsed(
                     untilTotalCostIsAtMost: state.entries.capacity / 2, atMost: Self.stepSize)
