@@ -29,10 +29,7 @@ struct MutationTests {
     func setUp(gate: Gate, failure: URLError? = nil) async throws -> (
         ScriptedOrigin, CachedQuery<[Article]>, CachedMutation<String, Int>
     ) {
-        let origin = ScriptedOrigin()
-        origin.respond(to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")))
-        let transport = makeTransport(origin)
-        _ = try await transport.data(from: articlesURL)
+        let (origin, transport) = try await transportHoldingOne()
         let list = CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: transport)
         let mutation = CachedMutation(in: transport) { (title: String) in
             [

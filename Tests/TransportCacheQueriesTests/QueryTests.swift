@@ -12,10 +12,7 @@ import FoundationNetworking
 struct QueryTests {
     @Test("a query of a value in memory starts loaded, in its initialiser, with no change to observe")
     func memoryHitStartsLoaded() async throws {
-        let origin = ScriptedOrigin()
-        origin.respond(to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")))
-        let transport = makeTransport(origin)
-        _ = try await transport.data(from: articlesURL)
+        let (origin, transport) = try await transportHoldingOne()
 
         let query = CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: transport)
         let observed = observe(query)
@@ -27,10 +24,7 @@ struct QueryTests {
 
     @Test("many queries of one entry decode it once")
     func manyQueriesDecodeOnce() async throws {
-        let origin = ScriptedOrigin()
-        origin.respond(to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")))
-        let transport = makeTransport(origin)
-        _ = try await transport.data(from: articlesURL)
+        let (_, transport) = try await transportHoldingOne()
 
         let queries = (0..<20).map { _ in CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: transport)
         }
@@ -41,10 +35,7 @@ struct QueryTests {
 
     @Test("queries of one URL share one subscription, hear each change once each, and end it with the last")
     func queriesShareOneSubscription() async throws {
-        let origin = ScriptedOrigin()
-        origin.respond(to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")))
-        let transport = makeTransport(origin)
-        _ = try await transport.data(from: articlesURL)
+        let (_, transport) = try await transportHoldingOne()
         var queries = (0..<100).map { _ in CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: transport)
         }
         var observed = queries.map(observe)
@@ -63,10 +54,7 @@ struct QueryTests {
 
     @Test("a query made as the last of its URL is released keeps the subscription, which ends with the last")
     func replacedQueryKeepsTheSubscription() async throws {
-        let origin = ScriptedOrigin()
-        origin.respond(to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")))
-        let transport = makeTransport(origin)
-        _ = try await transport.data(from: articlesURL)
+        let (_, transport) = try await transportHoldingOne()
         var query: CachedQuery<[Article]>? = CachedQuery(
             [Article].self, for: URLRequest(url: articlesURL), in: transport)
         #expect(transport.statistics.subscribers == 1)
@@ -242,10 +230,7 @@ struct QueryTests {
 
     @Test("an optimistic update shows at once, and its rollback restores the value: two changes")
     func optimisticUpdateAndRollback() async throws {
-        let origin = ScriptedOrigin()
-        origin.respond(to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")))
-        let transport = makeTransport(origin)
-        _ = try await transport.data(from: articlesURL)
+        let (origin, transport) = try await transportHoldingOne()
         let query = CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: transport)
         let observed = observe(query)
 
@@ -274,10 +259,7 @@ struct QueryTests {
 
     @Test("a local write shows in the query: one change")
     func localWriteShows() async throws {
-        let origin = ScriptedOrigin()
-        origin.respond(to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")))
-        let transport = makeTransport(origin)
-        _ = try await transport.data(from: articlesURL)
+        let (_, transport) = try await transportHoldingOne()
         let query = CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: transport)
         let observed = observe(query)
 

@@ -73,3 +73,13 @@ func makeTransport(_ origin: ScriptedOrigin, clock: ManualCacheClock = ManualCac
 }
 
 let fresh = ["Cache-Control": "max-age=60"]
+
+/// A scripted origin answering `articlesURL` with the articles "one", fresh for a minute, and a
+/// transport in front of it whose memory holds that answer already.
+func transportHoldingOne() async throws -> (ScriptedOrigin, CachedTransport) {
+    let origin = ScriptedOrigin()
+    origin.respond(to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")))
+    let transport = makeTransport(origin)
+    _ = try await transport.data(from: articlesURL)
+    return (origin, transport)
+}
