@@ -33,7 +33,9 @@ private func scaleRequest(_ index: Int) -> URLRequest {
     withExtendedLifetime(value) {}
 }
 
-func invalidationsWhileHitting(count: Int) async throws {
+/// A transport holding `count` entries of 256 bytes, each tagged with its group, as the Scale
+/// suite fills it.
+private func filledTransport(count: Int) async throws -> CachedTransport {
     var configuration = CachedTransport.Configuration()
     configuration.memoryCapacity = 1 << 30
     let transport = CachedTransport(configuration: configuration)
@@ -42,6 +44,11 @@ func invalidationsWhileHitting(count: Int) async throws {
         try transport.store(ProvisionalAnswer(for: scaleRequest(index), data: body))
         _ = try await transport.data(for: scaleRequest(index), tags: ["g\(index % groups)"])
     }
+    return transport
+}
+
+func invalidationsWhileHitting(count: Int) async throws {
+    let transport = try await filledTransport(count: count)
     let single = Array(stride(from: 1, to: count, by: max(1, count / 21))).prefix(20).filter { $0 % groups != 3 }
     var steps: [(String, @Sendable () -> Void)] = [
         ("pathPrefix /g11", { transport.invalidate(.pathPrefix("/g11")) }),
@@ -104,14 +111,7 @@ func invalidationsWhileHitting(count: Int) async throws {
 /// Fills a transport with `count` entries as the Scale suite does, then runs one invalidation,
 /// the only part callgrind counts (`--collect-atstart=no`).
 func oneInvalidation(_ kind: String, count: Int) async throws {
-    var configuration = CachedTransport.Configuration()
-    configuration.memoryCapacity = 1 << 30
-    let transport = CachedTransport(configuration: configuration)
-    let body = Data(repeating: 0x61, count: 256)
-    for index in 0..<count {
-        try transport.store(ProvisionalAnswer(for: scaleRequest(index), data: body))
-        _ = try await transport.data(for: scaleRequest(index), tags: ["g\(index % groups)"])
-    }
+    let transport = try await filledTransport(count: count)
     let start = monotonicNow()
     callgrind_toggle_collect()
     switch kind {
