@@ -188,7 +188,7 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
     /// await query.waitForFetches()
     /// ```
     public func waitForFetches() async {
-        for task in tasks.fetchTasks { await task.value }
+        for task in tasks.workTasks { await task.value }
     }
 
     // MARK: - Fetches
@@ -203,52 +203,55 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
     }
 
     /// Starts a fetch of the query's own, whose answer is shown when it ends, unless the query was
-    /// stopped or released meanwhile. A fetch with `.returnCacheDataDontLoad` only reads memory:
-    /// finding nothing there, it is not a failure to show but a change to catch up with.
+    /// stopped or released meanwhile.
     @discardableResult
     private func startFetch(refreshing: Bool, policy: URLRequest.CachePolicy? = nil) -> Task<Void, Never> {
-        var request = request
-        if let policy { request.cachePolicy = policy }
-        let readsMemoryOnly = policy == .returnCacheDataDontLoad
+        var sent = request
+        if let policy { sent.cachePolicy = policy }
+        let (request, transport, decoder) = (sent, transport, decoder)
+        return startWork(isFetch: true) {
+            try await QueryAnswer<Value>.load(request, refreshing: refreshing, from: transport, decoder: decoder)
+        }
+    }
+
+    /// Runs `load` as work of the query's own: a fetch, shown by ``isFetching`` and answered with
+    /// its outcome, or a wait for a value another caller decodes, shown only by its value. Changes
+    /// heard meanwhile are caught up with when the last such work ends.
+    @discardableResult
+    private func startWork(
+        isFetch: Bool, _ load: @escaping @Sendable () async throws -> QueryAnswer<Value>
+    ) -> Task<Void, Never> {
         let generation = tasks.generation
-        let (transport, decoder) = (transport, decoder)
         let id = tasks.reserveID()
         let task = Task { [weak self] in
             let result: Result<QueryAnswer<Value>, any Error>
             do {
-                result = .success(
-                    try await QueryAnswer<Value>.load(
-                        request, refreshing: refreshing, from: transport, decoder: decoder))
+                result = .success(try await load())
             } catch {
                 result = .failure(error)
             }
-            self?.finish(result, id: id, generation: generation, readsMemoryOnly: readsMemoryOnly)
+            self?.finish(result, id: id, generation: generation, isFetch: isFetch)
         }
-        tasks.keep(task, as: id)
+        tasks.keep(task, as: id, isFetch: isFetch)
         return task
     }
 
-    private func finish(
-        _ result: Result<QueryAnswer<Value>, any Error>, id: Int, generation: Int, readsMemoryOnly: Bool
-    ) {
+    private func finish(_ result: Result<QueryAnswer<Value>, any Error>, id: Int, generation: Int, isFetch: Bool) {
         guard generation == tasks.generation, tasks.remove(id) else { return }
         var next = storedState
         next.isFetching = tasks.fetchCount > 0
         var value: Value?
         switch result {
         case .success(let answer):
-            if next.take(answer.data, outcome: answer.outcome, shown: &shownData, isFetched: true) {
+            if next.take(answer.data, outcome: answer.outcome, shown: &shownData, isFetched: isFetch) {
                 value = answer.value
             }
             if case .passedThrough = answer.outcome?.source { stopFollowing(&next) }
-        case .failure(let error as URLError) where readsMemoryOnly && error.code == .resourceUnavailable:
-            // Dropped since its change was heard: fetched again below, as an invalidation is.
-            missedChange = .invalidated
         case .failure(let error):
             next.take(error)
         }
         show(next, value: value)
-        if tasks.fetchCount == 0 { catchUp() }
+        if tasks.workCount == 0 { catchUp() }
     }
 
     /// Stops listening: the request is not cached, so nothing stored could change for it.
@@ -275,9 +278,9 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
             case .updated: .updated
             case .invalidated, .cleared: .invalidated
             }
-        // A fetch of the query's own is in flight: its answer is shown first, then what changed.
+        // Work of the query's own is under way: its answer is shown first, then what changed.
         missedChange = max(missedChange, missed)
-        if tasks.fetchCount == 0 { catchUp() }
+        if tasks.workCount == 0 { catchUp() }
     }
 
     /// Shows what changed while nothing of the query's own was in flight: an update from memory
@@ -294,15 +297,21 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
             var reading = request
             reading.cachePolicy = .returnCacheDataElseLoad
             do {
-                guard let answer = try transport.cachedValue(Value.self, for: reading, decoder: decoder) else {
-                    // Another caller decodes the entry now (the refresh that changed it, often),
-                    // or it was dropped since: read when decoded, with no fetch to show.
-                    startFetch(refreshing: false, policy: .returnCacheDataDontLoad)
-                    return
+                switch try transport.lookUpCachedValue(Value.self, for: reading, decoder: decoder) {
+                case .value(let value, let data, let outcome):
+                    var next = storedState
+                    let replacesValue = next.take(data, outcome: outcome, shown: &shownData, isFetched: false)
+                    show(next, value: replacesValue ? value : nil)
+                case .decodingElsewhere(let outcome, let wait):
+                    // Often the refresh that made the change: its decode is waited for, with no
+                    // fetch to show.
+                    startWork(isFetch: false) {
+                        let (value, data) = try await wait()
+                        return QueryAnswer(value: value, data: data, outcome: outcome)
+                    }
+                case .none:
+                    fetch(refreshing: false, policy: .returnCacheDataElseLoad)
                 }
-                var next = storedState
-                let replacesValue = next.take(answer.data, outcome: answer.outcome, shown: &shownData, isFetched: false)
-                show(next, value: replacesValue ? answer.value : nil)
             } catch {
                 var next = storedState
                 next.take(error)

@@ -11,7 +11,9 @@ import TransportCache
 // while a thread of its own runs each kind of invalidation, and prints, for each one, its time
 // and the worst hit that began while it ran, then each hit of 1 ms or more. Times are
 // CLOCK_MONOTONIC seconds, as `perf record -k CLOCK_MONOTONIC` stamps its events, so a slow hit
-// can be found in a trace. With `STEP=<name>` (`STEP=snapshot`), only that step runs, 8 times.
+// can be found in a trace. With `STEP=<name>` (`STEP=snapshot`), only that step runs, 8 times:
+// for a step that leaves the store as it was (`snapshot`, `trim warning`); a removal has nothing
+// left to remove after its first time.
 
 private let groups = 100
 
@@ -61,7 +63,10 @@ func invalidationsWhileHitting(count: Int) async throws {
         ("trim warning", { transport.trim(for: .warning) }),
         ("invalidateAll", { transport.invalidateAll() }),
     ]
-    if let only = ProcessInfo.processInfo.environment["STEP"], let step = steps.first(where: { $0.0 == only }) {
+    if let only = ProcessInfo.processInfo.environment["STEP"] {
+        guard let step = steps.first(where: { $0.0 == only }) else {
+            fatalError("STEP=\(only): no such step; the steps are \(steps.map(\.0))")
+        }
         steps = Array(repeating: step, count: 8)
     }
     let chosen = steps

@@ -170,7 +170,20 @@ extension CachedTransport {
         for request: URLRequest,
         decoder: any ResponseDecoding = CachedTransport.defaultDecoder
     ) throws -> (value: Value, data: Data, outcome: CacheOutcome)? {
-        guard case .memory(let answer) = try planner.plan(request), let url = request.url else { return nil }
+        guard
+            case .value(let value, let data, let outcome) = try lookUpCachedValue(type, for: request, decoder: decoder)
+        else { return nil }
+        return (value, data, outcome)
+    }
+
+    /// What ``cachedValue(_:for:decoder:)`` finds, telling an entry another caller is decoding
+    /// from no entry the request may use: the former can be waited for without a fetch.
+    package nonisolated func lookUpCachedValue<Value: Decodable & Sendable>(
+        _ type: Value.Type,
+        for request: URLRequest,
+        decoder: any ResponseDecoding
+    ) throws -> CachedValueLookup<Value> {
+        guard case .memory(let answer) = try planner.plan(request), let url = request.url else { return .none }
         if answer.isObserved { reporter.answered(url, answer.response) }
         _ = answered(answer, to: request)
         let outcome = answer.response.cacheOutcome ?? CacheOutcome(source: .memory(answer.reason))
@@ -178,15 +191,19 @@ extension CachedTransport {
         let valueKey = DecodedValueKey(type, decoder: decoder)
         switch store.claimDecode(valueKey, on: entry) {
         case .decoded(let decoded):
-            return (unsafeDowncast(decoded, to: DecodedValue<Value>.self).value, entry.data, outcome)
+            return .value(
+                unsafeDowncast(decoded, to: DecodedValue<Value>.self).value, data: entry.data, outcome: outcome)
         case .claimed:
             let result = Result {
                 try decodeHere(type, from: entry.data, response: entry.response, url: url, decoder: decoder)
             }
             finishClaimedDecode(result, of: entry, key: entry.key, valueKey: valueKey, decoder: decoder)
-            return (try result.get(), entry.data, outcome)
+            return .value(try result.get(), data: entry.data, outcome: outcome)
         case .busy:
-            return nil
+            return .decodingElsewhere(outcome: outcome) {
+                try await self.sharedDecode(
+                    type, of: entry, key: entry.key, valueKey: valueKey, url: url, decoder: decoder)
+            }
         }
     }
 
@@ -319,4 +336,16 @@ extension CachedTransport {
             throw ValueDecodingError(.decodingFailed, type: type, url: url, statusCode: status, underlyingError: error)
         }
     }
+}
+
+/// What memory holds for a request, as ``CachedTransport/lookUpCachedValue(_:for:decoder:)``
+/// finds it.
+package enum CachedValueLookup<Value: Sendable>: Sendable {
+    /// The value, decoded already or decoded by the lookup.
+    case value(Value, data: Data, outcome: CacheOutcome)
+    /// The entry the request may use, which another caller is decoding now: `wait` returns that
+    /// decode's value (or decodes the entry itself when that decode failed).
+    case decodingElsewhere(outcome: CacheOutcome, wait: @Sendable () async throws -> (value: Value, data: Data))
+    /// No entry the request may use.
+    case none
 }

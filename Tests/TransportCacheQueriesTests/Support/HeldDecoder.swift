@@ -2,7 +2,8 @@ import Foundation
 import TransportCache
 
 /// A JSON decoder that holds one decode, the `held`-th, on its thread until ``release()``: a
-/// decode another caller has under way.
+/// decode another caller has under way. Hold it on a thread of its own: a held thread of the
+/// task pool (one per core) could leave none for the test.
 final class HeldDecoder: ResponseDecoding {
     private let held: Int
     private let decodes = Locked(0)
