@@ -28,7 +28,8 @@ import FoundationNetworking
 ///   change: an answer that brings the value, the outcome and the end of the fetch notifies once,
 ///   and bytes equal to those shown notify nothing.
 /// - **Lifetime.** ``stop()``, or releasing the query, ends what it started: the fetches in flight
-///   are cancelled (a fetch other callers share goes on for them) and it stops following changes.
+///   are cancelled (a fetch other callers share goes on for them), so is a wait for a value another
+///   caller is decoding, and it stops following changes.
 ///
 /// A request the transport does not cache (another method, another scheme) is still loaded, and
 /// its ``outcome`` says so; such a query does not follow changes (``isFollowingChanges`` is false),
@@ -80,7 +81,9 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
     /// True until the initialiser returns: no one can observe the query yet, so its first state is
     /// stored without telling the registrar.
     private var isInitialising = true
-    /// What changed while a fetch of the query's own was in flight, looked at when it ends.
+    /// The latest-begun fetch of the query's own whose answer was shown.
+    private var latestFetchShown = 0
+    /// What changed while work of the query's own was under way, looked at when it ends.
     private var missedChange: QueryState.MissedChange = .none
 
     /// Makes a query of `request` decoded as `type`, starting from memory when it can.
@@ -137,7 +140,7 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
         startFetch(refreshing: false)
     }
 
-    /// Stops following changes and cancels the fetches the query started; the value shown stays.
+    /// Stops following changes and cancels the work the query started; the value shown stays.
     /// A query stopped before its first answer is ``QueryStatus/idle``.
     public func stop() {
         guard tasks.isStarted else { return }
@@ -180,8 +183,9 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
         }
     }
 
-    /// Returns once the fetches the query has in flight now have ended and their answers are
-    /// shown; at once when none is. For a test, or a `.task` that must wait for the first answer.
+    /// Returns once the fetches the query has in flight now, and its waits for a value another
+    /// caller is decoding, have ended and their answers are shown; at once when none is. For a
+    /// test, or a `.task` that must wait for the first answer.
     ///
     /// ```swift
     /// let query = CachedQuery([Article].self, for: request, in: transport)
@@ -242,7 +246,11 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
         next.isFetching = tasks.fetchCount > 0
         var value: Value?
         switch result {
+        case .success where !isFetch && id < latestFetchShown:
+            // A wait begun before a fetch whose answer is shown already: its value is older.
+            break
         case .success(let answer):
+            if isFetch { latestFetchShown = max(latestFetchShown, id) }
             if next.take(answer.data, outcome: answer.outcome, shown: &shownData, isFetched: isFetch) {
                 value = answer.value
             }
@@ -283,8 +291,8 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
         if tasks.workCount == 0 { catchUp() }
     }
 
-    /// Shows what changed while nothing of the query's own was in flight: an update from memory
-    /// at once, an invalidation by fetching again.
+    /// Shows what changed while nothing of the query's own was under way: an update from memory
+    /// (at once, or once another caller has decoded it), an invalidation by fetching again.
     private func catchUp() {
         let missed = missedChange
         missedChange = .none

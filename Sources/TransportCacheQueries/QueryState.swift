@@ -7,7 +7,7 @@ import TransportCache
 ///
 /// Not generic, so that the query's many transitions need no type metadata looked up at run time.
 struct QueryState {
-    /// What a query heard while a fetch of its own was in flight, ordered by the work it asks for.
+    /// What a query heard while work of its own was under way, ordered by the work it asks for.
     enum MissedChange: Int, Comparable {
         case none, updated, invalidated
 

@@ -55,7 +55,7 @@ struct QueryTasks {
         return membership
     }
 
-    /// Cancels every fetch and marks the owner stopped.
+    /// Cancels all the work under way and marks the owner stopped.
     /// - Returns: the owner's place in its hub, for the owner to leave.
     mutating func stop() -> ChangeHub.Membership? {
         for piece in work.values { piece.task.cancel() }

@@ -173,22 +173,9 @@ struct QueryTests {
         let query = CachedQuery([Article].self, for: request, in: transport, decoder: decoder)
         let observed = observe(query)
 
-        // Another caller refreshes, then decodes the new entry on a thread of its own, not one of
-        // the task pool's, which a held decode could starve. The change reaches the query on the
-        // main actor, held until that decode has begun: the query hears it while it is under way.
-        let refreshed = DispatchSemaphore(value: 0)
-        Task.detached {
-            _ = try? await transport.refresh(request)
-            refreshed.signal()
-        }
-        let decoded = Locked<[Article]?>(nil)
-        let finished = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            _ = refreshed.wait(timeout: .now() + 10)
-            let value = try? transport.cachedValue([Article].self, for: request, decoder: decoder)?.value
-            decoded.withLock { $0 = value }
-            finished.signal()
-        }
+        // The change reaches the query on the main actor, held until the other caller's decode
+        // has begun: the query hears it while that decode is under way.
+        let (decoded, finished) = decodeOnAnotherThread(after: transport, refreshes: request, with: decoder)
         try #require(decoder.blockUntilHeld())
         await transport.store.waitForDecodeWaits(1)
         decoder.release()
@@ -203,6 +190,38 @@ struct QueryTests {
         #expect(decoded.withLock { $0 } == articles("two"))
         #expect(origin.callCount == 2)
         #expect(transport.statistics.decodes == 2)
+    }
+
+    @Test("a value waited for from another caller's decode never replaces a newer one the query fetched")
+    func olderWaitedValueIsNotShown() async throws {
+        let origin = ScriptedOrigin()
+        origin.respond(
+            to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")),
+            .init(headers: fresh, body: articlesJSON("two")), .init(headers: fresh, body: articlesJSON("three")))
+        let transport = makeTransport(origin)
+        let request = URLRequest(url: articlesURL)
+        let decoder = HeldDecoder(holding: 2)
+        _ = try await transport.data(for: request)
+        let query = CachedQuery([Article].self, for: request, in: transport, decoder: decoder)
+        let observed = observe(query)
+        let (reader, finished) = decodeOnAnotherThread(after: transport, refreshes: request, with: decoder)
+        try #require(decoder.blockUntilHeld())
+        await transport.store.waitForDecodeWaits(1)
+
+        // The query refreshes while it waits for "two": "three" is shown, and "two" must not follow.
+        await query.refresh()
+        decoder.release()
+        await query.waitForFetches()
+
+        #expect(
+            observed.states == [
+                Shown(.loaded, articles("one"), .memory(.fresh)),
+                Shown(.loaded, articles("one"), fetching: true, .memory(.fresh)),
+                Shown(.loaded, articles("three"), .network(.refresh)),
+            ])
+        #expect(finished.wait(timeout: .now() + 10) == .success)
+        #expect(reader.withLock { $0 } == articles("two"))
+        #expect(origin.callCount == 3)
     }
 
     @Test("an optimistic update shows at once, and its rollback restores the value: two changes")

@@ -344,7 +344,8 @@ package enum CachedValueLookup<Value: Sendable>: Sendable {
     /// The value, decoded already or decoded by the lookup.
     case value(Value, data: Data, outcome: CacheOutcome)
     /// The entry the request may use, which another caller is decoding now: `wait` returns that
-    /// decode's value (or decodes the entry itself when that decode failed).
+    /// decode's value or throws its error (and decodes the entry itself when that decode failed
+    /// before the wait began).
     case decodingElsewhere(outcome: CacheOutcome, wait: @Sendable () async throws -> (value: Value, data: Data))
     /// No entry the request may use.
     case none

@@ -1,5 +1,8 @@
 import Foundation
-import TransportCache
+@testable import TransportCache
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// A JSON decoder that holds one decode, the `held`-th, on its thread until ``release()``: a
 /// decode another caller has under way. Hold it on a thread of its own: a held thread of the
@@ -36,4 +39,26 @@ final class HeldDecoder: ResponseDecoding {
     func release() {
         released.signal()
     }
+}
+
+/// Another caller: `transport` refreshes `request` on the task pool, then a thread of its own (not
+/// one of the pool's, which a held decode could starve) decodes the new entry with `decoder`.
+/// - Returns: the value it decoded once it has, and a semaphore signalled then.
+func decodeOnAnotherThread(
+    after transport: CachedTransport, refreshes request: URLRequest, with decoder: HeldDecoder
+) -> (decoded: Locked<[Article]?>, finished: DispatchSemaphore) {
+    let refreshed = DispatchSemaphore(value: 0)
+    Task.detached {
+        _ = try? await transport.refresh(request)
+        refreshed.signal()
+    }
+    let decoded = Locked<[Article]?>(nil)
+    let finished = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+        _ = refreshed.wait(timeout: .now() + 10)
+        let value = try? transport.cachedValue([Article].self, for: request, decoder: decoder)?.value
+        decoded.withLock { $0 = value }
+        finished.signal()
+    }
+    return (decoded, finished)
 }
