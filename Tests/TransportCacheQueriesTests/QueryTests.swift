@@ -166,30 +166,18 @@ struct QueryTests {
         origin.respond(
             to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")),
             .init(headers: fresh, body: articlesJSON("two")))
-        let transport = makeTransport(origin)
-        let request = URLRequest(url: articlesURL)
-        let decoder = HeldDecoder(holding: 2)
-        _ = try await transport.data(for: request)
-        let query = CachedQuery([Article].self, for: request, in: transport, decoder: decoder)
-        let observed = observe(query)
+        let waiting = try await QueryWaitingForAnotherDecode(origin)
 
-        // The change reaches the query on the main actor, held until the other caller's decode
-        // has begun: the query hears it while that decode is under way.
-        let (decoded, finished) = decodeOnAnotherThread(after: transport, refreshes: request, with: decoder)
-        try #require(decoder.blockUntilHeld())
-        await transport.store.waitForDecodeWaits(1)
-        decoder.release()
-        await observed.waitForChanges(1)
+        #expect(waiting.releaseTheOtherDecode() == articles("two"))
+        await waiting.observed.waitForChanges(1)
 
         #expect(
-            observed.states == [
+            waiting.observed.states == [
                 Shown(.loaded, articles("one"), .memory(.fresh)),
                 Shown(.loaded, articles("two"), .memory(.fresh)),
             ])
-        #expect(finished.wait(timeout: .now() + 10) == .success)
-        #expect(decoded.withLock { $0 } == articles("two"))
         #expect(origin.callCount == 2)
-        #expect(transport.statistics.decodes == 2)
+        #expect(waiting.transport.statistics.decodes == 2)
     }
 
     @Test("a value waited for from another caller's decode never replaces a newer one the query fetched")
@@ -198,29 +186,19 @@ struct QueryTests {
         origin.respond(
             to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")),
             .init(headers: fresh, body: articlesJSON("two")), .init(headers: fresh, body: articlesJSON("three")))
-        let transport = makeTransport(origin)
-        let request = URLRequest(url: articlesURL)
-        let decoder = HeldDecoder(holding: 2)
-        _ = try await transport.data(for: request)
-        let query = CachedQuery([Article].self, for: request, in: transport, decoder: decoder)
-        let observed = observe(query)
-        let (reader, finished) = decodeOnAnotherThread(after: transport, refreshes: request, with: decoder)
-        try #require(decoder.blockUntilHeld())
-        await transport.store.waitForDecodeWaits(1)
+        let waiting = try await QueryWaitingForAnotherDecode(origin)
 
         // The query refreshes while it waits for "two": "three" is shown, and "two" must not follow.
-        await query.refresh()
-        decoder.release()
-        await query.waitForFetches()
+        await waiting.query.refresh()
+        #expect(waiting.releaseTheOtherDecode() == articles("two"))
+        await waiting.query.waitForFetches()
 
         #expect(
-            observed.states == [
+            waiting.observed.states == [
                 Shown(.loaded, articles("one"), .memory(.fresh)),
                 Shown(.loaded, articles("one"), fetching: true, .memory(.fresh)),
                 Shown(.loaded, articles("three"), .network(.refresh)),
             ])
-        #expect(finished.wait(timeout: .now() + 10) == .success)
-        #expect(reader.withLock { $0 } == articles("two"))
         #expect(origin.callCount == 3)
     }
 

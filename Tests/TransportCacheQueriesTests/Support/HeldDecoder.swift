@@ -1,5 +1,8 @@
 import Foundation
+import Testing
 @testable import TransportCache
+import TransportCacheQueries
+import TransportCacheTesting
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -41,24 +44,50 @@ final class HeldDecoder: ResponseDecoding {
     }
 }
 
-/// Another caller: `transport` refreshes `request` on the task pool, then a thread of its own (not
-/// one of the pool's, which a held decode could starve) decodes the new entry with `decoder`.
-/// - Returns: the value it decoded once it has, and a semaphore signalled then.
-func decodeOnAnotherThread(
-    after transport: CachedTransport, refreshes request: URLRequest, with decoder: HeldDecoder
-) -> (decoded: Locked<[Article]?>, finished: DispatchSemaphore) {
-    let refreshed = DispatchSemaphore(value: 0)
-    Task.detached {
-        _ = try? await transport.refresh(request)
-        refreshed.signal()
-    }
+/// A query of `articlesURL` showing "one" while another caller decodes the entry that replaced
+/// it. The origin must answer "one", then "two", then whatever the test needs.
+///
+/// The other caller refreshes on the task pool, then decodes the new entry with a held decoder on
+/// a thread of its own: not one of the pool's threads, which a held decode could starve. The main
+/// actor is held until that decode has begun, so the change reaches the query while the decode
+/// is under way, and the query is waiting for it when this returns.
+@MainActor
+struct QueryWaitingForAnotherDecode {
+    let transport: CachedTransport
+    let decoder = HeldDecoder(holding: 2)
+    let query: CachedQuery<[Article]>
+    let observed: ObservedStates<Shown>
+    /// What the other caller decoded, set before `finished` is signalled.
     let decoded = Locked<[Article]?>(nil)
     let finished = DispatchSemaphore(value: 0)
-    Thread.detachNewThread {
-        _ = refreshed.wait(timeout: .now() + 10)
-        let value = try? transport.cachedValue([Article].self, for: request, decoder: decoder)?.value
-        decoded.withLock { $0 = value }
-        finished.signal()
+
+    init(_ origin: ScriptedOrigin) async throws {
+        transport = makeTransport(origin)
+        let request = URLRequest(url: articlesURL)
+        _ = try await transport.data(for: request)
+        query = CachedQuery([Article].self, for: request, in: transport, decoder: decoder)
+        observed = observe(query)
+
+        let (transport, decoder, decoded, finished) = (transport, decoder, decoded, finished)
+        let refreshed = DispatchSemaphore(value: 0)
+        Task.detached {
+            _ = try? await transport.refresh(request)
+            refreshed.signal()
+        }
+        Thread.detachNewThread {
+            _ = refreshed.wait(timeout: .now() + 10)
+            let value = try? transport.cachedValue([Article].self, for: request, decoder: decoder)?.value
+            decoded.withLock { $0 = value }
+            finished.signal()
+        }
+        try #require(decoder.blockUntilHeld())
+        await transport.store.waitForDecodeWaits(1)
     }
-    return (decoded, finished)
+
+    /// Lets the other caller's decode end. - Returns: what it decoded.
+    func releaseTheOtherDecode() -> [Article]? {
+        decoder.release()
+        _ = finished.wait(timeout: .now() + 10)
+        return decoded.withLock { $0 }
+    }
 }
