@@ -174,8 +174,11 @@ public final class LoopbackOrigin: Sendable {
     }
 }
 
-/// Runs `body` with a fresh origin, and stops the origin afterwards whatever happens.
-public func withOrigin(_ body: (LoopbackOrigin) async throws -> Void) async throws {
+/// Runs `body` with a fresh origin, and stops the origin afterwards whatever happens. `body` runs
+/// on the caller's actor (the main actor for a test of main-actor state).
+public func withOrigin(
+    isolation: isolated (any Actor)? = #isolation, _ body: (LoopbackOrigin) async throws -> Void
+) async throws {
     let origin = try await LoopbackOrigin.start()
     do {
         try await body(origin)

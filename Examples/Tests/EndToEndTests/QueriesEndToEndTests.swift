@@ -16,7 +16,7 @@ import TransportCacheQueries
 struct QueriesEndToEndTests {
     @Test("a second query starts loaded from memory, and a refresh of one updates the other")
     func refreshOfOneQueryUpdatesTheOther() async throws {
-        try await withOriginOnMainActor { origin in
+        try await withOrigin { origin in
             let transport = CachedTransport()
             let request = URLRequest(url: origin.url("/board?stable=1&cc=max-age=60"))
             // One decoder for both: a decoder without comparable settings shares values by instance.
@@ -47,7 +47,7 @@ struct QueriesEndToEndTests {
 
     @Test("a POST query is loaded, says it passed through, and follows nothing")
     func notCacheableQuery() async throws {
-        try await withOriginOnMainActor { origin in
+        try await withOrigin { origin in
             let transport = CachedTransport()
             var request = URLRequest(url: origin.url("/search"))
             request.httpMethod = "POST"
@@ -63,20 +63,6 @@ struct QueriesEndToEndTests {
             #expect(await origin.hits(path: "/search") == 1)
         }
     }
-}
-
-/// `withOrigin` for a body on the main actor, where the queries live: the origin is stopped
-/// afterwards whatever happens.
-@MainActor
-func withOriginOnMainActor(_ body: @MainActor (LoopbackOrigin) async throws -> Void) async throws {
-    let origin = try await LoopbackOrigin.start()
-    do {
-        try await body(origin)
-    } catch {
-        await origin.stop()
-        throw error
-    }
-    await origin.stop()
 }
 
 /// Decodes a body as its text, whatever it holds.
