@@ -389,13 +389,13 @@ final class Committer: Sendable {
             optimistic.withLock { $0.forget(where: { _ in true }) }
             if reporter.isListening {
                 var keys: [CacheKey] = []
-                emptied.forEachEntry { key, _ in keys.append(key) }
+                emptied.entries.forEachEntry { key, _ in keys.append(key) }
                 reporter.invalidated(keys)
             }
             broadcaster.enqueue(.cleared)
             var released = Released()
             let count = emptied.count
-            // Moved, so that the last reference is the one the background queue lets go of.
+            // Moved, so that the last reference is the one the release queue lets go of.
             released.append(consume emptied, count: count)
             return released
         }

@@ -84,8 +84,21 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
     /// - Returns: the removed values, least recently used first.
     /// - Complexity: O(1) per removed value.
     mutating func removeLeastRecentlyUsed(untilTotalCostIsAtMost limit: Int, atMost count: Int = .max) -> [Removed] {
+        removeLeastRecentlyUsed(atMost: count) { totalCost in totalCost > max(0, limit) }
+    }
+
+    /// Removes the `count` least recently used values, or every value when it holds fewer.
+    /// - Returns: the removed values, least recently used first.
+    /// - Complexity: O(1) per removed value.
+    mutating func removeLeastRecentlyUsed(atMost count: Int) -> [Removed] {
+        removeLeastRecentlyUsed(atMost: count) { _ in true }
+    }
+
+    private mutating func removeLeastRecentlyUsed(atMost count: Int, while more: (_ totalCost: Int) -> Bool)
+        -> [Removed]
+    {
         var removed: [Removed] = []
-        while totalCost > max(0, limit), oldest >= 0, removed.count < count {
+        while more(totalCost), oldest >= 0, removed.count < count {
             let position = oldest
             if let key = slots[position].key {
                 index.removeValue(forKey: key)

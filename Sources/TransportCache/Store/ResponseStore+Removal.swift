@@ -127,10 +127,10 @@ extension ResponseStore {
 
     /// Takes every entry out at once, counting them as `reason` says, and empties the index.
     /// Call with the in-flight lock held.
-    /// - Returns: what the store held, to read and release once no lock is held.
+    /// - Returns: what the store and its index held, to read and release once no lock is held.
     /// - Complexity: O(1) under the lock a hit takes, plus a short hold to read the most recently
     ///   used keys, whose departures (at most ``Departures/limit``) are recorded outside it.
-    func removeEverything(because reason: Departures.Reason) -> LeastRecentlyUsed<CacheKey, StoredVariants> {
+    func removeEverything(because reason: Departures.Reason) -> EmptiedStore {
         // Only the latest departures are remembered: the most recently used keys, recorded last,
         // as the ones most likely to be asked for again. Departures change only with the in-flight
         // lock held, so the copy recorded here is the store's own plus these keys.
@@ -144,7 +144,7 @@ extension ResponseStore {
             return state.departures
         }
         for key in recent.reversed() { departures.record(key, reason) }
-        let emptied = state.withLock { state in
+        let entries = state.withLock { state in
             let emptied = state.entries.removeAll()
             switch reason {
             case .invalidated: state.statistics.invalidations += emptied.count
@@ -159,12 +159,7 @@ extension ResponseStore {
             swap(&index, &emptiedIndex)
             return emptiedIndex
         }
-        var released = Released()
-        let count = index.count
-        // Moved, so that the last reference is the one the background queue lets go of.
-        released.append(consume index, count: count)
-        released.release()
-        return emptied
+        return EmptiedStore(entries: entries, index: index)
     }
 
     /// Calls `copy` with each held key and its variants, under the lock a hit takes but in short
@@ -207,5 +202,32 @@ extension ResponseStore {
         }
         copies.sort { $0.lastUse > $1.lastUse }
         return copies.map(\.copy)
+    }
+}
+
+/// Everything a store held, taken out at once by ``ResponseStore/removeEverything(because:)``: its
+/// entries and the index that found them.
+struct EmptiedStore: ReleasableInSteps {
+    private(set) var entries: LeastRecentlyUsed<CacheKey, StoredVariants>
+    private(set) var index: URLIndex
+
+    init(entries: LeastRecentlyUsed<CacheKey, StoredVariants>, index: URLIndex) {
+        self.entries = entries
+        self.index = index
+    }
+
+    /// How many entries it holds.
+    var count: Int { entries.count }
+
+    /// Lets go of the `limit` least recently used entries and of their places in the index, which
+    /// holds no other keys; freed whole, a large index alone takes milliseconds.
+    mutating func releaseSome(_ limit: Int) -> Bool {
+        let removed = entries.removeLeastRecentlyUsed(atMost: limit)
+        index.remove(removed.lazy.map(\.key))
+        guard entries.count > 0 else {
+            index = URLIndex()
+            return false
+        }
+        return true
     }
 }

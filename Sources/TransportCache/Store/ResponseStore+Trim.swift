@@ -14,15 +14,15 @@ extension ResponseStore {
             // Decodes under way on these entries still reach them; the values they keep go now.
             var start = 0
             inShortHolds { state in
-                emptied.forEachEntry(inSlots: start..<start + Self.stepSize) { _, variants, _ in
+                emptied.entries.forEachEntry(inSlots: start..<start + Self.stepSize) { _, variants, _ in
                     for stored in variants.all {
                         state.statistics.decodedEvictions += stored.decoded.removeKeptValues().dropped
                     }
                 }
                 start += Self.stepSize
-                return start < emptied.slotCount
+                return start < emptied.entries.slotCount
             }
-            emptied.forEachEntry { key, _ in removal.keys.append(key) }
+            emptied.entries.forEachEntry { key, _ in removal.keys.append(key) }
             let count = emptied.count
             removal.released.append(consume emptied, count: count)
             return removal

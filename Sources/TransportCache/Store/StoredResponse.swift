@@ -159,3 +159,8 @@ final class StoredVariants: @unchecked Sendable {
     /// The bytes charged for every variant and its decoded values.
     var totalCost: Int { all.reduce(0) { $0 + $1.totalCost } }
 }
+
+extension StoredVariants: ReleasableInSteps {
+    /// A key's variants are let go of whole, when dropped.
+    func releaseSome(_ limit: Int) -> Bool { false }
+}

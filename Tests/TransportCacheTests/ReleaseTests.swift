@@ -1,0 +1,118 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+@testable import TransportCache
+import TransportCacheTesting
+
+@Suite("What an invalidation drops is freed a slice at a time")
+struct ReleaseTests {
+    /// Counts the ``Tracked`` values freed, and resumes a waiter once as many as it asked for are.
+    final class Frees: Sendable {
+        private struct State {
+            var count = 0
+            var awaited = Int.max
+            var waiter: CheckedContinuation<Void, Never>?
+        }
+        private let state = Locked(State())
+
+        var count: Int { state.withLock { $0.count } }
+
+        func freed() {
+            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                state.count += 1
+                guard state.count >= state.awaited else { return nil }
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume()
+        }
+
+        /// Runs `start`, then waits until `count` values have been freed.
+        func wait(for count: Int, after start: () -> Void) async {
+            await withCheckedContinuation { waiter in
+                state.withLock { state in
+                    state.awaited = count
+                    state.waiter = waiter
+                }
+                start()
+            }
+        }
+    }
+
+    /// A value that tells `frees` when it is freed.
+    final class Tracked: Sendable {
+        private let frees: Frees
+        init(_ frees: Frees) { self.frees = frees }
+        deinit { frees.freed() }
+    }
+
+    @Test("many entries go to the release queue, which frees them all, a few per slice")
+    func manyFreedInSlices() async {
+        // A slice with no time to spare frees one step's worth of entries.
+        let queue = ReleaseQueue(sliceLimit: 0, pause: 0)
+        let frees = Frees()
+        let count = 1_000
+        await frees.wait(for: count) {
+            var released = Released()
+            released.append((0..<count).map { _ in Tracked(frees) }, count: count)
+            released.release(through: queue)
+        }
+        #expect(frees.count == count)
+        #expect(queue.slicesRun == count / ReleaseQueue.stepSize)
+    }
+
+    @Test("a few entries are freed on the caller's thread, not handed to the queue")
+    func fewFreedAtOnce() {
+        let queue = ReleaseQueue(sliceLimit: 0, pause: 0)
+        let frees = Frees()
+        let count = Released.backgroundThreshold
+        do {
+            var released = Released()
+            released.append((0..<count).map { _ in Tracked(frees) }, count: count)
+            released.release(through: queue)
+        }
+        #expect(frees.count == count)
+        #expect(queue.slicesRun == 0)
+    }
+
+    @Test("several handovers are each freed in full, a few entries per slice")
+    func severalHandovers() async {
+        let queue = ReleaseQueue(sliceLimit: 0, pause: 0)
+        let frees = Frees()
+        await frees.wait(for: 600) {
+            for _ in 0..<3 {
+                var released = Released()
+                released.append((0..<200).map { _ in Tracked(frees) }, count: 200)
+                released.release(through: queue)
+            }
+        }
+        #expect(frees.count == 600)
+        #expect(queue.slicesRun == 600 / ReleaseQueue.stepSize)
+    }
+
+    @Test("an emptied store lets go of its entries and of their places in the index a few at a time")
+    func emptiedStoreInSteps() throws {
+        let transport = makeTransport(loader: echoOrigin())
+        let count = 300
+        for index in 0..<count {
+            let url = "https://api.example.com/g\(index % 7)/items/\(index)"
+            try transport.store(ProvisionalAnswer(for: request(url), data: Data(url.utf8)))
+        }
+        var emptied = transport.store.removeEverything(because: .invalidated)
+        #expect(transport.store.index.withLock { $0.count } == 0)
+        #expect(transport.store.state.withLock { $0.entries.count } == 0)
+        var left = count
+        while left > 0 {
+            let more = emptied.releaseSome(8)
+            left -= min(8, left)
+            #expect(more == (left > 0))
+            #expect(emptied.count == left)
+            var held = Set<CacheKey>()
+            emptied.entries.forEachEntry { key, _ in held.insert(key) }
+            #expect(Set(emptied.index.keys) == held)
+            #expect(emptied.index.count == left)
+        }
+    }
+}
