@@ -6,7 +6,7 @@ import Testing
 @testable import TransportCache
 import TransportCacheTesting
 
-@Suite("What an invalidation drops is freed a slice at a time")
+@Suite("What an invalidation drops is freed a slice at a time", .timeLimit(.minutes(1)))
 struct ReleaseTests {
     /// Counts the ``Tracked`` values freed, and resumes a waiter once as many as it asked for are.
     final class Frees: Sendable {
@@ -53,21 +53,35 @@ struct ReleaseTests {
         // A slice with no time to spare frees one step's worth of entries.
         let queue = ReleaseQueue(sliceLimit: 0, pause: 0)
         let frees = Frees()
-        let count = 1_000
+        let count = 64 * ResponseStore.stepSize
         await frees.wait(for: count) {
             var released = Released()
             released.append((0..<count).map { _ in Tracked(frees) }, count: count)
             released.release(through: queue)
         }
         #expect(frees.count == count)
-        #expect(queue.slicesRun == count / ReleaseQueue.stepSize)
+        #expect(queue.slicesRun == 64)
+    }
+
+    @Test("what a critical memory warning drops is freed in one go")
+    func criticalFreedAtOnce() async {
+        let queue = ReleaseQueue(sliceLimit: 0, pause: 0)
+        let frees = Frees()
+        let count = 64 * ResponseStore.stepSize
+        await frees.wait(for: count) {
+            var released = Released()
+            released.append((0..<count).map { _ in Tracked(frees) }, count: count)
+            released.release(through: queue, atOnce: true)
+        }
+        #expect(frees.count == count)
+        #expect(queue.slicesRun == 1)
     }
 
     @Test("a few entries are freed on the caller's thread, not handed to the queue")
     func fewFreedAtOnce() {
         let queue = ReleaseQueue(sliceLimit: 0, pause: 0)
         let frees = Frees()
-        let count = Released.backgroundThreshold
+        let count = Released.queueThreshold
         do {
             var released = Released()
             released.append((0..<count).map { _ in Tracked(frees) }, count: count)
@@ -81,15 +95,42 @@ struct ReleaseTests {
     func severalHandovers() async {
         let queue = ReleaseQueue(sliceLimit: 0, pause: 0)
         let frees = Frees()
-        await frees.wait(for: 600) {
+        let each = 16 * ResponseStore.stepSize
+        await frees.wait(for: 3 * each) {
             for _ in 0..<3 {
                 var released = Released()
-                released.append((0..<200).map { _ in Tracked(frees) }, count: 200)
+                released.append((0..<each).map { _ in Tracked(frees) }, count: each)
                 released.release(through: queue)
             }
         }
-        #expect(frees.count == 600)
-        #expect(queue.slicesRun == 600 / ReleaseQueue.stepSize)
+        #expect(frees.count == 3 * each)
+        #expect(queue.slicesRun == 3 * 16)
+    }
+
+    /// A decoded value that tells the ``Frees`` in its decoder's `userInfo` when it is freed.
+    final class DecodedTracked: Decodable, Sendable {
+        static let frees = CodingUserInfoKey(rawValue: "frees")!
+        private let frees: Frees
+        init(from decoder: any Decoder) throws { frees = decoder.userInfo[Self.frees] as! Frees }
+        deinit { frees.freed() }
+    }
+
+    @Test("every entry invalidateAll drops is freed, a store's worth of them with their decoded values")
+    func invalidateAllFreesEverything() async throws {
+        let transport = makeTransport(loader: echoOrigin())
+        let frees = Frees()
+        let decoder = JSONDecoder()
+        decoder.userInfo[DecodedTracked.frees] = frees
+        let count = 4 * Released.queueThreshold
+        for index in 0..<count {
+            let request = request("https://api.example.com/items/\(index)")
+            try transport.store(ProvisionalAnswer(for: request, data: Data("{}".utf8)))
+            _ = try await transport.value(DecodedTracked.self, for: request, decoder: decoder)
+        }
+        #expect(frees.count == 0)
+        await frees.wait(for: count) { transport.invalidateAll() }
+        #expect(frees.count == count)
+        #expect(transport.store.state.withLock { $0.entries.count } == 0)
     }
 
     @Test("an emptied store lets go of its entries and of their places in the index a few at a time")
@@ -103,10 +144,11 @@ struct ReleaseTests {
         var emptied = transport.store.removeEverything(because: .invalidated)
         #expect(transport.store.index.withLock { $0.count } == 0)
         #expect(transport.store.state.withLock { $0.entries.count } == 0)
+        let step = ResponseStore.stepSize
         var left = count
         while left > 0 {
-            let more = emptied.releaseSome(8)
-            left -= min(8, left)
+            let more = emptied.releaseSome(step)
+            left -= min(step, left)
             #expect(more == (left > 0))
             #expect(emptied.count == left)
             var held = Set<CacheKey>()

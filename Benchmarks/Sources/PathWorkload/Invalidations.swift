@@ -131,3 +131,49 @@ func oneInvalidation(_ kind: String, count: Int) async throws {
     callgrind_toggle_collect()
     print("\(kind) with \(count) entries: \((monotonicNow() - start) / 1_000) µs")
 }
+
+/// A decoded value that counts itself freed, and signals `done` when the last of `expected` goes.
+private final class FreedSentinel: Decodable, Sendable {
+    static let freed = Shared<Int>()
+    static let expected = Shared<Int>()
+    static let done = DispatchSemaphore(value: 0)
+    static let lock = NSLock()
+
+    init(from decoder: any Decoder) throws {}
+
+    deinit {
+        let last = Self.lock.withLock {
+            Self.freed.value += 1
+            return Self.freed.value == Self.expected.value
+        }
+        if last { Self.done.signal() }
+    }
+}
+
+/// Fills a transport with `count` entries under the Scale suite's URLs, each holding the body `{}`
+/// and its decoded value, which counts itself freed; calls `invalidateAll()` and waits until the
+/// last value is freed: how long the release queue takes to free a store's worth of entries, a
+/// slice at a time, after the call returned.
+func timeUntilFreed(count: Int) async throws {
+    var configuration = CachedTransport.Configuration()
+    configuration.memoryCapacity = 1 << 30
+    let transport = CachedTransport(configuration: configuration)
+    FreedSentinel.freed.value = 0
+    FreedSentinel.expected.value = count
+    for index in 0..<count {
+        try transport.store(ProvisionalAnswer(for: scaleRequest(index), data: Data("{}".utf8)))
+        _ = try await transport.value(FreedSentinel.self, for: scaleRequest(index))
+    }
+    guard FreedSentinel.freed.value == 0 else {
+        print("only \(count - FreedSentinel.freed.value) of \(count) decoded values were kept")
+        return
+    }
+    let start = monotonicNow()
+    transport.invalidateAll()
+    let returned = monotonicNow()
+    FreedSentinel.done.wait()
+    print(
+        "invalidateAll with \(count) entries returned after \((returned - start) / 1_000) µs; "
+            + "the last entry was freed \((monotonicNow() - start) / 1_000_000) ms after the call began"
+    )
+}

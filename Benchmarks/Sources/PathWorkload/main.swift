@@ -233,6 +233,8 @@ func run() async throws {
     case "invalidate-all", "invalidate-prefix", "invalidate-tag", "invalidate-request", "invalidate-snapshot",
         "invalidate-trim":
         try await oneInvalidation(String(mode.dropFirst("invalidate-".count)), count: count)
+    case "invalidate-freed":
+        try await timeUntilFreed(count: count)
     case "floor":
         for _ in 0..<rounds {
             elapsed += try await clock.measure {

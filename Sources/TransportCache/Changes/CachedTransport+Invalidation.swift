@@ -49,9 +49,10 @@ extension CachedTransport {
     /// Drops every stored entry, and announces ``CacheChange/cleared``. Runs on the caller's
     /// thread, without waiting for the actor.
     ///
-    /// The entries are taken out at once and released after the transport's locks, on a
-    /// background queue when there are many, so neither the caller nor a hit on another task
-    /// waits for the memory to be freed.
+    /// The entries are taken out at once and released after the transport's locks, when there are
+    /// many on a queue that frees them a slice at a time, so neither the caller nor a hit on
+    /// another task waits for the memory to be freed; a store's worth of memory comes back within
+    /// about a second.
     /// - Complexity: O(f) in the fetches in flight, whatever is stored.
     public nonisolated func invalidateAll() {
         committer.dropAll()
@@ -100,6 +101,9 @@ extension CachedTransport {
     /// (``Configuration/respondsToMemoryPressure``); elsewhere, or to free memory at other moments
     /// (a tab closed, the app sent to the background), call it yourself. It runs on the caller's
     /// thread without waiting for the actor.
+    ///
+    /// What a trim drops is freed after the transport's locks: what a warning drops a slice at a
+    /// time on a queue shared by every transport, what a critical level drops there in one go.
     ///
     /// - Complexity: O(n) in the number of stored entries, a few at a time under the lock a hit
     ///   takes; a critical trim takes the entries out at once.

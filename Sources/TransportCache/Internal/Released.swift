@@ -12,9 +12,9 @@ import Foundation
 /// either. A few are freed on the caller's thread, so that what an invalidation drops is gone when
 /// it returns.
 struct Released: Sendable {
-    /// More entries than this are freed by ``ReleaseQueue``: a hundred or so take about as long to
-    /// free as the rest of an invalidation of them.
-    static let backgroundThreshold = 128
+    /// More entries than this go to ``ReleaseQueue``: a hundred or so take about as long to free
+    /// as the rest of an invalidation of them.
+    static let queueThreshold = 128
 
     private var values: [any ReleasableInSteps & Sendable] = []
     private var count = 0
@@ -32,11 +32,15 @@ struct Released: Sendable {
         count += other.count
     }
 
-    /// Frees the values: through `queue` when there are many, else here and now.
-    consuming func release(through queue: ReleaseQueue = .shared) {
-        guard count > Self.backgroundThreshold else { return }
-        queue.release(values)
-        values = []
+    /// Frees the values: through `queue` when there are many, a slice at a time unless `atOnce`,
+    /// else here and now.
+    consuming func release(through queue: ReleaseQueue = .shared, atOnce: Bool = false) {
+        guard count > Self.queueThreshold else { return }
+        // Handed over as the only reference: a queue that began while this one still held the
+        // values would copy them all on its first change.
+        var handed: [any ReleasableInSteps & Sendable] = []
+        swap(&handed, &values)
+        queue.release(consume handed, atOnce: atOnce)
     }
 }
 
@@ -60,19 +64,16 @@ extension Array: ReleasableInSteps {
 /// On a machine with few processors the thread that frees competes for them with the threads that
 /// hit: freeing a whole store at once kept a hit from running for milliseconds whenever the
 /// scheduler gave the freeing thread the hit's processor for a slice of the scheduler's own. Freed
-/// in slices of ``sliceLimit`` with the queue's thread asleep for ``pause`` after each, the
-/// freeing takes a processor from a hit for one slice at most, at the price of a store's worth of
-/// memory coming back over about a second rather than at once. The thread sleeps rather than
-/// waiting on a timer: a timer wakes the dispatch library's own thread as well, which measured as
-/// a second contender for the processors.
+/// in slices as long as the store's own holds of its lock (``ResponseStore/holdLimit``), with the
+/// queue's thread asleep for ``pause`` after each, the freeing takes a processor from a hit for
+/// about one slice at most, at the price of a store's worth of memory coming back over about a
+/// second rather than at once (100,000 entries: 1.1 to 1.2 s, 0.3 s of it freeing). The thread
+/// sleeps rather than waiting on a timer: a timer wakes the dispatch library's own thread as
+/// well, which measured as a second contender for the processors. One queue serves every
+/// transport.
 final class ReleaseQueue: Sendable {
     static let shared = ReleaseQueue()
 
-    /// How many entries are freed between two looks at the clock.
-    static let stepSize = 8
-    /// How long one slice frees for, in nanoseconds. Measured at 100,000 entries, freeing an
-    /// entry takes 1 to 2 µs.
-    static let sliceLimit: UInt64 = 50_000
     /// How long the queue's thread sleeps after a slice, in nanoseconds.
     static let pause: UInt64 = 100_000
 
@@ -83,7 +84,7 @@ final class ReleaseQueue: Sendable {
 
     /// A queue that frees for `sliceLimit` nanoseconds at a time and sleeps `pause` nanoseconds
     /// after each slice.
-    init(sliceLimit: UInt64 = ReleaseQueue.sliceLimit, pause: UInt64 = ReleaseQueue.pause) {
+    init(sliceLimit: UInt64 = ResponseStore.holdLimit, pause: UInt64 = ReleaseQueue.pause) {
         self.sliceLimit = sliceLimit
         self.pause = pause
     }
@@ -91,18 +92,24 @@ final class ReleaseQueue: Sendable {
     /// How many slices the queue has run.
     var slicesRun: Int { slices.withLock { $0 } }
 
-    /// Frees `values`, the last first, a slice at a time.
-    func release(_ values: [any ReleasableInSteps & Sendable]) {
+    /// Frees `values`, the last first: a slice at a time, or all in one go when `atOnce`, for
+    /// memory the system wants back now.
+    func release(_ values: consuming [any ReleasableInSteps & Sendable], atOnce: Bool = false) {
         guard !values.isEmpty else { return }
-        let handover = Handover(values)
-        queue.async { self.runSlice(of: handover) }
+        let handover = Handover(consume values)
+        queue.async { atOnce ? self.runToEnd(handover) : self.runSlice(of: handover) }
+    }
+
+    private func runToEnd(_ handover: Handover) {
+        slices.withLock { $0 += 1 }
+        handover.releaseAll()
     }
 
     private func runSlice(of handover: Handover) {
         slices.withLock { $0 += 1 }
         let deadline = DispatchTime.now().uptimeNanoseconds + sliceLimit
         repeat {
-            guard handover.releaseSome(Self.stepSize) else { return }
+            guard handover.releaseSome(ResponseStore.stepSize) else { return }
         } while DispatchTime.now().uptimeNanoseconds < deadline
         if pause > 0 { Thread.sleep(forTimeInterval: Double(pause) / 1e9) }
         // Queued again rather than looped, so that what is handed over meanwhile takes turns
@@ -119,8 +126,13 @@ final class ReleaseQueue: Sendable {
 private final class Handover: @unchecked Sendable {
     private var values: [any ReleasableInSteps & Sendable]
 
-    init(_ values: [any ReleasableInSteps & Sendable]) {
+    init(_ values: consuming [any ReleasableInSteps & Sendable]) {
         self.values = values
+    }
+
+    /// Lets go of every value at once.
+    func releaseAll() {
+        values = []
     }
 
     /// Lets go of at most `limit` entries of the last value, and of that value when it holds no

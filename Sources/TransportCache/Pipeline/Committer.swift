@@ -381,7 +381,7 @@ final class Committer: Sendable {
 
     /// Drops every entry, stops every fetch in flight from storing its answer and from being
     /// joined, and announces ``CacheChange/cleared``. The entries are taken out at once and
-    /// released after every lock (on a background queue when there are many).
+    /// released after every lock (a slice at a time on ``ReleaseQueue`` when there are many).
     func dropAll() {
         let released = inFlight.withLock { machine -> Released in
             machine.detach(where: { _ in true })
@@ -447,7 +447,8 @@ final class Committer: Sendable {
             }
             return removal.released
         }
-        released.release()
+        // Memory the system wants back at once is freed at once, whatever a hit waits meanwhile.
+        released.release(atOnce: pressure == .critical)
         publishQueuedChanges()
     }
 
