@@ -48,17 +48,20 @@ struct ReleaseTests {
         deinit { frees.freed() }
     }
 
+    /// Releases `count` values that tell `frees` when they are freed, through `queue`.
+    private func release(_ count: Int, telling frees: Frees, through queue: ReleaseQueue, atOnce: Bool = false) {
+        var released = Released()
+        released.append((0..<count).map { _ in Tracked(frees) }, count: count)
+        released.release(through: queue, atOnce: atOnce)
+    }
+
     @Test("many entries go to the release queue, which frees them all, a few per slice")
     func manyFreedInSlices() async {
         // A slice with no time to spare frees one step's worth of entries.
         let queue = ReleaseQueue(sliceLimit: 0, pause: 0)
         let frees = Frees()
         let count = 64 * ResponseStore.stepSize
-        await frees.wait(for: count) {
-            var released = Released()
-            released.append((0..<count).map { _ in Tracked(frees) }, count: count)
-            released.release(through: queue)
-        }
+        await frees.wait(for: count) { release(count, telling: frees, through: queue) }
         #expect(frees.count == count)
         #expect(queue.slicesRun == 64)
     }
@@ -68,11 +71,7 @@ struct ReleaseTests {
         let queue = ReleaseQueue(sliceLimit: 0, pause: 0)
         let frees = Frees()
         let count = 64 * ResponseStore.stepSize
-        await frees.wait(for: count) {
-            var released = Released()
-            released.append((0..<count).map { _ in Tracked(frees) }, count: count)
-            released.release(through: queue, atOnce: true)
-        }
+        await frees.wait(for: count) { release(count, telling: frees, through: queue, atOnce: true) }
         #expect(frees.count == count)
         #expect(queue.slicesRun == 1)
     }
@@ -81,13 +80,8 @@ struct ReleaseTests {
     func fewFreedAtOnce() {
         let queue = ReleaseQueue(sliceLimit: 0, pause: 0)
         let frees = Frees()
-        let count = Released.queueThreshold
-        do {
-            var released = Released()
-            released.append((0..<count).map { _ in Tracked(frees) }, count: count)
-            released.release(through: queue)
-        }
-        #expect(frees.count == count)
+        release(Released.queueThreshold, telling: frees, through: queue)
+        #expect(frees.count == Released.queueThreshold)
         #expect(queue.slicesRun == 0)
     }
 
@@ -97,11 +91,7 @@ struct ReleaseTests {
         let frees = Frees()
         let each = 16 * ResponseStore.stepSize
         await frees.wait(for: 3 * each) {
-            for _ in 0..<3 {
-                var released = Released()
-                released.append((0..<each).map { _ in Tracked(frees) }, count: each)
-                released.release(through: queue)
-            }
+            for _ in 0..<3 { release(each, telling: frees, through: queue) }
         }
         #expect(frees.count == 3 * each)
         #expect(queue.slicesRun == 3 * 16)
