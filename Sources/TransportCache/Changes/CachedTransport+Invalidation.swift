@@ -52,7 +52,7 @@ extension CachedTransport {
     /// The entries are taken out at once and released after the transport's locks, when there are
     /// many on a queue that frees them a slice at a time, so neither the caller nor a hit on
     /// another task waits for the memory to be freed; a store's worth of memory comes back within
-    /// about a second.
+    /// about two seconds.
     /// - Complexity: O(f) in the fetches in flight, whatever is stored.
     public nonisolated func invalidateAll() {
         committer.dropAll()

@@ -63,19 +63,23 @@ extension Array: ReleasableInSteps {
 ///
 /// On a machine with few processors the thread that frees competes for them with the threads that
 /// hit: freeing a whole store at once kept a hit from running for milliseconds whenever the
-/// scheduler gave the freeing thread the hit's processor for a slice of the scheduler's own. Freed
-/// in slices as long as the store's own holds of its lock (``ResponseStore/holdLimit``), with the
-/// queue's thread asleep for ``pause`` after each, the freeing takes a processor from a hit for
-/// about one slice at most, at the price of a store's worth of memory coming back over about a
-/// second rather than at once (100,000 entries: 1.1 to 1.2 s, 0.3 s of it freeing). The thread
-/// sleeps rather than waiting on a timer: a timer wakes the dispatch library's own thread as
-/// well, which measured as a second contender for the processors. One queue serves every
-/// transport.
+/// scheduler gave the freeing thread the hit's processor for a slice of the scheduler's own.
+/// Freed in slices of ``sliceLimit``, with the queue's thread asleep for ``pause`` after each,
+/// the freeing takes a processor from a hit for one slice at most, at the price of a store's
+/// worth of memory coming back over about two seconds rather than at once (100,000 entries: 2.0
+/// to 2.1 s, 0.3 s of it freeing). The thread sleeps rather than waiting on a timer: a timer
+/// wakes the dispatch library's own thread as well, which measured as a second contender for the
+/// processors. One queue serves every transport.
 final class ReleaseQueue: Sendable {
     static let shared = ReleaseQueue()
 
-    /// How long the queue's thread sleeps after a slice, in nanoseconds.
-    static let pause: UInt64 = 100_000
+    /// How long one slice frees for, in nanoseconds: well under the millisecond a hit may wait.
+    static let sliceLimit: UInt64 = 200_000
+    /// How long the queue's thread sleeps after a slice, in nanoseconds. Longer than Linux's
+    /// migration cost (0.5 ms): a processor idle for less does not take a runnable thread from a
+    /// busy one, and with pauses of 0.1 ms a hit and an invalidation were traced sharing one
+    /// processor for 4 ms while the queue's processor idled between slices.
+    static let pause: UInt64 = 1_000_000
 
     private let queue = DispatchQueue(label: "TransportCache.ReleaseQueue", qos: .utility)
     private let sliceLimit: UInt64
@@ -84,7 +88,7 @@ final class ReleaseQueue: Sendable {
 
     /// A queue that frees for `sliceLimit` nanoseconds at a time and sleeps `pause` nanoseconds
     /// after each slice.
-    init(sliceLimit: UInt64 = ResponseStore.holdLimit, pause: UInt64 = ReleaseQueue.pause) {
+    init(sliceLimit: UInt64 = ReleaseQueue.sliceLimit, pause: UInt64 = ReleaseQueue.pause) {
         self.sliceLimit = sliceLimit
         self.pause = pause
     }

@@ -6,12 +6,10 @@ extension ResponseStore {
     static let stepSize = 16
 
     /// How long an operation over many entries holds the lock every hit takes before it lets a
-    /// waiting hit in, and how long ``ReleaseQueue`` frees before it lets a hit have the
-    /// processor. Measured at 100,000 entries, where the store's tables no longer fit the caches,
-    /// removing an entry costs 1 to 2 µs under the lock, freeing one about as much, and copying
-    /// one for a snapshot about 0.6 µs: a fixed count of 512 held the lock 150 µs to over a
-    /// millisecond, depending on the operation and the machine. A limit in time holds whatever
-    /// each entry costs.
+    /// waiting hit in. Measured at 100,000 entries, where the store's tables no longer fit the
+    /// caches, removing an entry costs 1 to 2 µs under the lock and copying one for a snapshot
+    /// about 0.6 µs: a fixed count of 512 held the lock 150 µs to over a millisecond, depending on
+    /// the operation and the machine. A limit in time holds whatever each entry costs.
     static let holdLimit: UInt64 = 50_000
 
     /// Runs `step` under the lock a hit takes, again and again until it returns false, letting a
