@@ -55,25 +55,17 @@ struct ReleaseTests {
         released.release(through: queue, atOnce: atOnce)
     }
 
-    @Test("many entries go to the release queue, which frees them all, a few per slice")
-    func manyFreedInSlices() async {
+    @Test(
+        "many entries go to the release queue, which frees them all: a few per slice, or in one go for a critical memory warning",
+        arguments: [(atOnce: false, slices: 64), (atOnce: true, slices: 1)])
+    func manyFreedOnTheQueue(atOnce: Bool, slices: Int) async {
         // A slice with no time to spare frees one step's worth of entries.
         let queue = ReleaseQueue(sliceLimit: 0, pause: 0)
         let frees = Frees()
         let count = 64 * ResponseStore.stepSize
-        await frees.wait(for: count) { release(count, telling: frees, through: queue) }
+        await frees.wait(for: count) { release(count, telling: frees, through: queue, atOnce: atOnce) }
         #expect(frees.count == count)
-        #expect(queue.slicesRun == 64)
-    }
-
-    @Test("what a critical memory warning drops is freed in one go")
-    func criticalFreedAtOnce() async {
-        let queue = ReleaseQueue(sliceLimit: 0, pause: 0)
-        let frees = Frees()
-        let count = 64 * ResponseStore.stepSize
-        await frees.wait(for: count) { release(count, telling: frees, through: queue, atOnce: true) }
-        #expect(frees.count == count)
-        #expect(queue.slicesRun == 1)
+        #expect(queue.slicesRun == slices)
     }
 
     @Test("a few entries are freed on the caller's thread, not handed to the queue")
