@@ -68,6 +68,45 @@ struct ReleaseTests {
         #expect(queue.slicesRun == slices)
     }
 
+    /// A value that keeps the queue's thread in its first step until ``open()``.
+    final class Gate: ReleasableInSteps, Sendable {
+        private let opened = DispatchSemaphore(value: 0)
+        func open() { opened.signal() }
+        func releaseSome(_ limit: Int) -> Bool {
+            opened.wait()
+            return false
+        }
+    }
+
+    @Test("a critical memory warning frees in one go what earlier releases left to free")
+    func criticalHurriesWhatIsQueued() async {
+        let queue = ReleaseQueue(sliceLimit: 0, pause: 0)
+        let frees = Frees()
+        let count = 64 * ResponseStore.stepSize
+        let gate = Gate()
+        await frees.wait(for: 2 * count) {
+            // The queue is kept busy while a paced release waits behind it, then a critical one
+            // comes, and only then does the queue go on.
+            queue.release([gate])
+            release(count, telling: frees, through: queue)
+            release(count, telling: frees, through: queue, atOnce: true)
+            gate.open()
+        }
+        #expect(frees.count == 2 * count)
+        // The gate's slice, then one slice for each release instead of 64.
+        #expect(queue.slicesRun == 3)
+    }
+
+    @Test("a critical memory warning with nothing queued leaves later releases paced")
+    func hurryEndsWithTheQueue() async {
+        let queue = ReleaseQueue(sliceLimit: 0, pause: 0)
+        let frees = Frees()
+        Released().release(through: queue, atOnce: true)
+        let count = 16 * ResponseStore.stepSize
+        await frees.wait(for: count) { release(count, telling: frees, through: queue) }
+        #expect(queue.slicesRun == 16)
+    }
+
     @Test("a few entries are freed on the caller's thread, not handed to the queue")
     func fewFreedAtOnce() {
         let queue = ReleaseQueue(sliceLimit: 0, pause: 0)

@@ -51,8 +51,8 @@ extension CachedTransport {
     ///
     /// The entries are taken out at once and released after the transport's locks, when there are
     /// many on a queue that frees them a slice at a time, so neither the caller nor a hit on
-    /// another task waits for the memory to be freed; a store's worth of memory comes back within
-    /// about two seconds.
+    /// another task waits for the memory to be freed; memory comes back over about two seconds
+    /// per 100,000 entries.
     /// - Complexity: O(f) in the fetches in flight, whatever is stored.
     public nonisolated func invalidateAll() {
         committer.dropAll()
@@ -103,7 +103,8 @@ extension CachedTransport {
     /// thread without waiting for the actor.
     ///
     /// What a trim drops is freed after the transport's locks: what a warning drops a slice at a
-    /// time on a queue shared by every transport, what a critical level drops there in one go.
+    /// time on a queue shared by every transport; at a critical level, what it drops and what
+    /// earlier invalidations left there to free, in one go.
     ///
     /// - Complexity: O(n) in the number of stored entries, a few at a time under the lock a hit
     ///   takes; a critical trim takes the entries out at once.

@@ -93,28 +93,46 @@ package final class Locked<Value: Sendable>: @unchecked Sendable {
     package func handOverToWaiters(forAtMost limit: UInt64) {
         waiters.waitUntilNone(forAtMost: limit)
     }
+
+    /// Returns once at least `count` threads wait for the lock. For tests.
+    package func waitForWaiters(_ count: Int) {
+        waiters.waitUntil(atLeast: count)
+    }
 }
 
 /// A count of waiting threads, and a wait until there are none.
 ///
-/// `@unchecked Sendable` is safe here: `value` is only read or written while `condition` is held.
+/// `@unchecked Sendable` is safe here: `value` and `emptied` are only read or written while
+/// `condition` is held.
 private final class WaiterCount: @unchecked Sendable {
     private let condition = NSCondition()
     private var value = 0
+    /// How many times the count has dropped to zero: a sleeper woken by one drop returns even if
+    /// another thread began to wait before it woke.
+    private var emptied = 0
 
     func add(_ amount: Int) {
         condition.lock()
         value += amount
-        if value == 0 { condition.broadcast() }
+        if value == 0 { emptied &+= 1 }
+        condition.broadcast()
         condition.unlock()
     }
 
-    /// Returns once no thread is counted, or after `limit` nanoseconds.
+    /// Returns once at least `count` threads are counted.
+    func waitUntil(atLeast count: Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        while value < count { condition.wait() }
+    }
+
+    /// Returns once the threads counted now are no longer waiting, or after `limit` nanoseconds.
     func waitUntilNone(forAtMost limit: UInt64) {
         condition.lock()
         defer { condition.unlock() }
         guard value > 0 else { return }
+        let drops = emptied
         let deadline = Date(timeIntervalSinceNow: Double(limit) / 1e9)
-        while value > 0 && condition.wait(until: deadline) {}
+        while emptied == drops && condition.wait(until: deadline) {}
     }
 }

@@ -32,14 +32,14 @@ struct Released: Sendable {
         count += other.count
     }
 
-    /// Frees the values: through `queue` when there are many, a slice at a time unless `atOnce`,
-    /// else here and now.
+    /// Frees the values: through `queue` when there are many, else here and now. When `atOnce`,
+    /// for memory the system wants back now, the queue frees them and everything it still holds
+    /// in one go.
     consuming func release(through queue: ReleaseQueue = .shared, atOnce: Bool = false) {
-        guard count > Self.queueThreshold else { return }
         // Handed over as the only reference: a queue that began while this one still held the
         // values would copy them all on its first change.
         var handed: [any ReleasableInSteps & Sendable] = []
-        swap(&handed, &values)
+        if count > Self.queueThreshold { swap(&handed, &values) }
         queue.release(consume handed, atOnce: atOnce)
     }
 }
@@ -84,7 +84,15 @@ final class ReleaseQueue: Sendable {
     private let queue = DispatchQueue(label: "TransportCache.ReleaseQueue", qos: .utility)
     private let sliceLimit: UInt64
     private let pause: UInt64
-    private let slices = Locked(0)
+    private let progress = Locked(Progress())
+
+    private struct Progress {
+        var slices = 0
+        /// Handovers not yet freed in full.
+        var pending = 0
+        /// Whether the pending handovers are to be freed in one go.
+        var hurried = false
+    }
 
     /// A queue that frees for `sliceLimit` nanoseconds at a time and sleeps `pause` nanoseconds
     /// after each slice.
@@ -94,27 +102,43 @@ final class ReleaseQueue: Sendable {
     }
 
     /// How many slices the queue has run.
-    var slicesRun: Int { slices.withLock { $0 } }
+    var slicesRun: Int { progress.withLock { $0.slices } }
 
-    /// Frees `values`, the last first: a slice at a time, or all in one go when `atOnce`, for
-    /// memory the system wants back now.
+    /// Frees `values`, the last first, a slice at a time. When `atOnce`, for memory the system
+    /// wants back now whatever a hit waits meanwhile, frees them and everything handed over
+    /// before and not yet freed in one go instead, each at its next turn.
     func release(_ values: consuming [any ReleasableInSteps & Sendable], atOnce: Bool = false) {
-        guard !values.isEmpty else { return }
+        let isEmpty = values.isEmpty
+        progress.withLock { progress in
+            if !isEmpty { progress.pending += 1 }
+            if atOnce && progress.pending > 0 { progress.hurried = true }
+        }
+        guard !isEmpty else { return }
         let handover = Handover(consume values)
-        queue.async { atOnce ? self.runToEnd(handover) : self.runSlice(of: handover) }
-    }
-
-    private func runToEnd(_ handover: Handover) {
-        slices.withLock { $0 += 1 }
-        handover.releaseAll()
+        queue.async { self.runSlice(of: handover) }
     }
 
     private func runSlice(of handover: Handover) {
-        slices.withLock { $0 += 1 }
-        let deadline = DispatchTime.now().uptimeNanoseconds + sliceLimit
-        repeat {
-            guard handover.releaseSome(ResponseStore.stepSize) else { return }
-        } while DispatchTime.now().uptimeNanoseconds < deadline
+        let hurried = progress.withLock { progress -> Bool in
+            progress.slices += 1
+            return progress.hurried
+        }
+        var more = false
+        if hurried {
+            handover.releaseAll()
+        } else {
+            let deadline = DispatchTime.now().uptimeNanoseconds + sliceLimit
+            repeat {
+                more = handover.releaseSome(ResponseStore.stepSize)
+            } while more && DispatchTime.now().uptimeNanoseconds < deadline
+        }
+        guard more else {
+            progress.withLock { progress in
+                progress.pending -= 1
+                if progress.pending == 0 { progress.hurried = false }
+            }
+            return
+        }
         if pause > 0 { Thread.sleep(forTimeInterval: Double(pause) / 1e9) }
         // Queued again rather than looped, so that what is handed over meanwhile takes turns
         // with it rather than waiting behind a store's worth of slices.

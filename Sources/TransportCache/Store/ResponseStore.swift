@@ -213,23 +213,25 @@ final class ResponseStore: Sendable {
     }
 
     /// Forgets the tagged keys that are neither held nor in `pending` (keys about to be stored:
-    /// fetches in flight, a request being tagged). Call with the in-flight lock held.
+    /// fetches in flight, a request being tagged). Call with the in-flight lock held: then no
+    /// key is stored meanwhile.
     func pruneTags(keeping pending: Set<CacheKey>) {
-        self.tags.withLock { index in
-            let named = Array(index.keys)
-            // Asked in short holds, so that a hit never waits for the whole index.
-            var kept = Set<CacheKey>()
-            var start = 0
-            inShortHolds { state in
-                for key in named[start..<min(start + Self.stepSize, named.count)]
-                where state.entries.peekValue(forKey: key) != nil {
-                    kept.insert(key)
-                }
-                start += Self.stepSize
-                return start < named.count
+        let named = self.tags.withLock { Array($0.keys) }
+        // Asked in short holds, so that a hit never waits for the whole index, and without the
+        // tags' lock, which a tagged hit takes.
+        var dropped = Set<CacheKey>()
+        var start = 0
+        inShortHolds { state in
+            for key in named[start..<min(start + Self.stepSize, named.count)]
+            where state.entries.peekValue(forKey: key) == nil && !pending.contains(key) {
+                dropped.insert(key)
             }
-            index.prune { kept.contains($0) || pending.contains($0) }
+            start += Self.stepSize
+            return start < named.count
         }
+        guard !dropped.isEmpty else { return }
+        // A key tagged meanwhile by a hit is held, so it was not dropped.
+        self.tags.withLock { index in index.prune { !dropped.contains($0) } }
     }
 
     /// The keys `tag` names, forgetting the tag. Call with the in-flight lock held.

@@ -1,0 +1,33 @@
+import Foundation
+import Testing
+@testable import TransportCache
+
+@Suite("Bulk work lets a waiting thread have the lock", .timeLimit(.minutes(1)))
+struct LockedTests {
+    @Test("work that hands the lock over between two holds waits until the waiting thread has had it")
+    func handOverWaitsForTheWaiter() {
+        let locked = Locked([String]())
+        let waiterDone = DispatchSemaphore(value: 0)
+        locked.withLock { _ in
+            Thread.detachNewThread {
+                locked.withLock { $0.append("waiter") }
+                waiterDone.signal()
+            }
+            // The waiter is counted and blocked behind this hold.
+            locked.waitForWaiters(1)
+        }
+        // Much longer than the test may take: it returns because the waiter has had the lock.
+        locked.handOverToWaiters(forAtMost: 60_000_000_000)
+        locked.withLock { $0.append("bulk work") }
+        waiterDone.wait()
+        #expect(locked.withLock { $0 } == ["waiter", "bulk work"])
+    }
+
+    @Test("with no thread waiting, handing over returns at once")
+    func noWaiter() {
+        let locked = Locked(0)
+        let clock = ContinuousClock()
+        let elapsed = clock.measure { locked.handOverToWaiters(forAtMost: 60_000_000_000) }
+        #expect(elapsed < .seconds(30))
+    }
+}
