@@ -149,8 +149,8 @@ final class ReleaseQueue: Sendable {
 /// The values handed to a ``ReleaseQueue``, freed there.
 ///
 /// `@unchecked Sendable` is safe here: `values` is written once in `init`, then only by
-/// `releaseSome(_:)`, which runs on the queue's serial queue after `async` has handed it over, one
-/// slice after another, so no two accesses overlap.
+/// `releaseSome(_:)` and `releaseAll()`, which run on the queue's serial queue after `async` has
+/// handed it over, one slice after another, so no two accesses overlap.
 private final class Handover: @unchecked Sendable {
     private var values: [any ReleasableInSteps & Sendable]
 
