@@ -32,6 +32,9 @@ public final class CachedPagedQuery<Page: Decodable & Sendable> {
     public var status: QueryStatus { pageQueries[0].status }
     /// The error of the first page that shows one, if any.
     public var error: (any Error)? { pageQueries.lazy.compactMap(\.error).first }
+    /// The failure of the first page that shows one, if any, as a screen tells it apart: see
+    /// ``QueryFailure``.
+    public var failure: QueryFailure? { pageQueries.lazy.compactMap(\.failure).first }
     /// Whether a page is being fetched.
     public var isFetching: Bool { pageQueries.contains { $0.isFetching } }
     /// Whether the last page is loaded and says there is a page after it.

@@ -10,7 +10,7 @@ import FoundationNetworking
 ///
 /// ```swift
 /// let articles = CachedQuery([Article].self, for: request, in: transport)
-/// // articles.status, articles.value, articles.error, articles.isFetching, articles.outcome
+/// // articles.status, articles.value, articles.error, articles.failure, articles.isFetching, articles.outcome
 /// await articles.refresh()
 /// ```
 ///
@@ -18,8 +18,8 @@ import FoundationNetworking
 ///   it synchronously (`CachedTransport.cachedValue(_:for:decoder:)`): the query starts
 ///   ``QueryStatus/loaded`` with its value, and a view never shows a loading state for data already in
 ///   memory. Otherwise it starts ``QueryStatus/loading`` and fetches at once.
-/// - **Changes.** It follows the transport's changes for its URL until it is released or
-///   stopped: another screen's refresh, a local write, an optimistic update and its rollback show
+/// - **Changes.** It follows the transport's changes for its URL, when the transport stores its
+///   request, until it is released or stopped: another screen's refresh, a local write, an optimistic update and its rollback show
 ///   here as soon as they are made; after an invalidation it fetches again. A value is decoded
 ///   once per stored entry, however many queries show it.
 /// - **Refresh.** ``refresh()`` uses `CachedTransport.refresh(_:)`, so every other query on the
@@ -27,13 +27,20 @@ import FoundationNetworking
 /// - **Observation.** Its state changes on the main actor, and each real change is one observed
 ///   change: an answer that brings the value, the outcome and the end of the fetch notifies once,
 ///   and bytes equal to those shown notify nothing.
+/// - **Failures.** Every answer sets ``outcome``, a failed one too, and ``failure`` tells the
+///   server's refusal from data the app cannot read and from no answer at all.
 /// - **Lifetime.** ``stop()``, or releasing the query, ends what it started: the fetches in flight
 ///   are cancelled (a fetch other callers share goes on for them), so is a wait for a value another
-///   caller is decoding, and it stops following changes.
+///   caller is decoding, and it stops following changes. ``refresh()`` starts it again with one
+///   request.
 ///
 /// A request the transport does not cache (another method, another scheme) is still loaded, and
-/// its ``outcome`` says so; such a query does not follow changes (``isFollowingChanges`` is false),
-/// since nothing stored could change for it.
+/// its ``outcome`` says so (`passedThrough`, `notHTTP` for an answer of another scheme); such a
+/// query never follows changes (``isFollowingChanges`` is false from the initialiser on), since
+/// nothing stored could change for it. The initialiser decides it from the method and the scheme;
+/// a `POST` is stored only when it goes to one of the transport's query endpoints
+/// (`Configuration.queryEndpoints`), which the transport tells with its first answer, so such a
+/// query follows changes from its first answer from memory or the network.
 @MainActor
 public final class CachedQuery<Value: Decodable & Sendable>: Observable {
     /// Where a query stands with its value.
@@ -60,14 +67,23 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
         return storedValue
     }
     /// Why the last answer failed: a `URLError`, or a `ValueDecodingError` for a status or body
-    /// that gave no value; nil once an answer succeeds.
+    /// that gave no value; nil once an answer succeeds. ``failure`` sorts it for a screen.
     public var error: (any Error)? { state.error }
+    /// Why the last answer failed, as a screen tells it apart: the server's refusal (its status),
+    /// data the app cannot read, or no answer at all; nil once an answer succeeds.
+    ///
+    /// ```swift
+    /// if articles.failure?.statusCode == 404 { Text("There are no articles here.") }
+    /// ```
+    public var failure: QueryFailure? { state.error.map(QueryFailure.init) }
     /// Whether a fetch the query started is in flight, the first one or a later one.
     public var isFetching: Bool { state.isFetching }
-    /// How the transport made the last answer (or failed it), when it said.
+    /// How the transport made the last answer: set by every answer, a failed one too (a `500`, a
+    /// body that does not decode, the network failing). Nil before the first answer, and after a
+    /// failure the transport did not make (an error thrown by the app's own request adapter).
     public var outcome: CacheOutcome? { state.outcome }
-    /// Whether the query follows the transport's changes for its URL: false once stopped, and
-    /// for a request the transport does not cache.
+    /// Whether the query follows the transport's changes for its URL: false once stopped, and,
+    /// from the initialiser on, for a request the transport does not cache.
     public var isFollowingChanges: Bool { state.isFollowingChanges }
 
     /// The request the query loads.
@@ -85,6 +101,8 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
     private var latestFetchShown = 0
     /// What changed while work of the query's own was under way, looked at when it ends.
     private var missedChange: QueryState.MissedChange = .none
+    /// Whether the transport stores the request, which decides whether the query follows changes.
+    private var caching: RequestCaching
 
     /// Makes a query of `request` decoded as `type`, starting from memory when it can.
     ///
@@ -103,6 +121,7 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
         self.request = request
         self.transport = transport
         self.decoder = decoder
+        caching = RequestCaching(request)
         storedState = QueryState()
         start()
         isInitialising = false
@@ -117,27 +136,34 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
     /// for a query that was stopped. Does nothing for a query that follows already.
     public func start() {
         guard !tasks.isStarted else { return }
+        if !startFromMemory() { startFetch(refreshing: false) }
+    }
+
+    /// Starts following changes, for a request the transport stores, and shows what memory holds:
+    /// its value, or else a fetch begun, which the caller starts.
+    /// - Returns: whether memory gave the value.
+    private func startFromMemory() -> Bool {
         tasks.begin()
         var next = storedState
-        if let url = request.url {
+        if caching == .stored, let url = request.url {
             // Subscribed before memory is read, so no change after the read is missed.
             follow(url)
             next.isFollowingChanges = true
         }
-        do {
-            if let answer = try transport.cachedValue(Value.self, for: request, decoder: decoder) {
-                let replacesValue = next.take(answer.data, outcome: answer.outcome, shown: &shownData, isFetched: true)
-                show(next, value: replacesValue ? answer.value : nil)
-                return
-            }
-        } catch {
-            next.take(error)
+        // An entry that gives no value (a status outside 200-299, bytes that do not decode) is
+        // fetched as a miss is: the fetch reads it again, and its failure then shows the outcome
+        // the transport gives it, which this read does not.
+        guard let answer = try? transport.cachedValue(Value.self, for: request, decoder: decoder) else {
+            next.beginFetch()
             show(next)
-            return
+            return false
         }
-        next.beginFetch()
-        show(next)
-        startFetch(refreshing: false)
+        let replacesValue = next.take(answer.data, outcome: answer.outcome, shown: &shownData, isFetched: true)
+        // A `POST` held in memory is a stored query: it follows from now, and reads memory again.
+        settleCaching(by: answer.outcome, &next)
+        show(next, value: replacesValue ? answer.value : nil)
+        catchUp()
+        return true
     }
 
     /// Stops following changes and cancels the work the query started; the value shown stays.
@@ -162,9 +188,14 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
     /// ```
     ///
     /// A failure is shown as ``QueryStatus/failed`` with its ``error``, the last good value kept. A
-    /// stopped query is started first.
+    /// stopped query is started first, from memory when it can, and sends one request: the
+    /// refresh's.
     public func refresh() async {
-        if !tasks.isStarted { start() }
+        if !tasks.isStarted, !startFromMemory() {
+            // Shown as a fetch begun already: the refresh is that fetch, not a second one.
+            await startFetch(refreshing: true).value
+            return
+        }
         await fetch(refreshing: true).value
     }
 
@@ -254,12 +285,39 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
             if next.take(answer.data, outcome: answer.outcome, shown: &shownData, isFetched: isFetch) {
                 value = answer.value
             }
-            if case .passedThrough = answer.outcome?.source { stopFollowing(&next) }
+            settleCaching(by: answer.outcome, &next)
         case .failure(let error):
             next.take(error)
+            settleCaching(by: QueryState.outcome(of: error), &next)
         }
         show(next, value: value)
         if tasks.workCount == 0 { catchUp() }
+    }
+
+    // MARK: - Whether changes are followed
+
+    /// Follows, or stops following, as an answer with `outcome` shows the request stored or passed
+    /// through: what the initialiser could not tell from the method and the scheme.
+    private func settleCaching(by outcome: CacheOutcome?, _ next: inout QueryState) {
+        let settled = caching.settled(by: outcome)
+        guard settled != caching else { return }
+        caching = settled
+        switch settled {
+        case .stored: startFollowing(&next, after: outcome)
+        case .passedThrough: stopFollowing(&next)
+        case .unknown: break
+        }
+    }
+
+    /// Starts following a request an answer has just shown stored: a query `POST`. A change made
+    /// between that answer and now was not heard; when the answer is the entry held, memory is
+    /// read again once the query's work has ended, which shows a newer entry and nothing for the
+    /// same one.
+    private func startFollowing(_ next: inout QueryState, after outcome: CacheOutcome?) {
+        guard let url = request.url else { return }
+        follow(url)
+        next.isFollowingChanges = true
+        if outcome?.isStoredEntry == true { missedChange = max(missedChange, .updated) }
     }
 
     /// Stops listening: the request is not cached, so nothing stored could change for it.
@@ -314,16 +372,22 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
                     // Often the refresh that made the change: its decode is waited for, with no
                     // fetch to show.
                     startWork(isFetch: false) {
-                        let (value, data) = try await wait()
-                        return QueryAnswer(value: value, data: data, outcome: outcome)
+                        do {
+                            let (value, data) = try await wait()
+                            return QueryAnswer(value: value, data: data, outcome: outcome)
+                        } catch {
+                            throw FailedAnswer(error: error, outcome: outcome)
+                        }
                     }
                 case .none:
                     fetch(refreshing: false, policy: .returnCacheDataElseLoad)
                 }
             } catch {
-                var next = storedState
-                next.take(error)
-                show(next)
+                // The entry gives no value. The failure shown already (often the query's own
+                // answer, whose change is heard after it) is nothing new; another is fetched as a
+                // miss is, so that it shows the outcome the transport gives it, which this read
+                // does not.
+                if !storedState.isShowing(error) { fetch(refreshing: false, policy: .returnCacheDataElseLoad) }
             }
         }
     }

@@ -31,7 +31,8 @@ struct QueryState {
     }
 
     /// Takes a good answer, made from `data`. Bytes equal to those shown change nothing but the
-    /// status, the error and, for an answer to a fetch, the outcome.
+    /// status, the error and, for an answer to a fetch or one that ends a failure, the outcome:
+    /// the failure's outcome must not stay beside a value that is no longer failed.
     /// - Returns: whether the answer's value replaces the one shown.
     mutating func take(_ data: Data, outcome: CacheOutcome?, shown: inout Data?, isFetched: Bool) -> Bool {
         let replacesValue = !hasValue || data != shown
@@ -40,7 +41,7 @@ struct QueryState {
             shown = data
             revision += 1
             self.outcome = outcome
-        } else if isFetched {
+        } else if isFetched || status == .failed {
             self.outcome = outcome
         }
         if error != nil {
@@ -51,16 +52,40 @@ struct QueryState {
         return replacesValue
     }
 
-    /// Takes a failure, keeping the last good value. A cancellation is the query's own doing
-    /// (stopped or released) and is not shown.
+    /// Takes a failed answer, keeping the last good value, with its outcome: every answer shows how
+    /// the transport gave it, so a failure never leaves the outcome of the answer before it. A
+    /// cancellation is the query's own doing (stopped or released) and is not shown.
     mutating func take(_ failure: any Error) {
+        let (failure, outcome) = Self.unwrapped(failure)
         if failure is CancellationError { return }
         if status != .failed || !Self.isSameFailure(error, failure) {
             error = failure
             revision += 1
         }
         status = .failed
-        if let outcome = (failure as? URLError)?.cacheOutcome { self.outcome = outcome }
+        self.outcome = outcome
+    }
+
+    /// Whether the state shows `failure` already: failed, with the same failure.
+    func isShowing(_ failure: any Error) -> Bool {
+        status == .failed && Self.isSameFailure(error, Self.unwrapped(failure).0)
+    }
+
+    /// The outcome the transport gave a failed answer; nil when it said nothing.
+    static func outcome(of failure: any Error) -> CacheOutcome? {
+        unwrapped(failure).1
+    }
+
+    /// The error a failed answer shows, and the outcome the transport gave it: carried beside a
+    /// value's error (``FailedAnswer``), or in the transport's own error; nil when the transport
+    /// said nothing (an error of the app's own request adapter).
+    private static func unwrapped(_ failure: any Error) -> (any Error, CacheOutcome?) {
+        switch failure {
+        case let failed as FailedAnswer: (failed.error, failed.outcome)
+        case let error as URLError: (error, error.cacheOutcome)
+        case let error as AuthenticationError: (error, error.cacheOutcome)
+        default: (failure, nil)
+        }
     }
 
     /// Whether `new` is the failure `old` already shows: the same bytes failing to decode again

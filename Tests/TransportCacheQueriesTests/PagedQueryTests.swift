@@ -106,6 +106,7 @@ struct PagedQueryTests {
         #expect(feed.pages.map(\.items) == [["v2 1"], ["v1 2"]])
         #expect(feed.pageQueries.map(\.status) == [.loaded, .failed])
         #expect((feed.error as? URLError)?.code == .networkConnectionLost)
+        #expect(feed.failure == .network(try #require(feed.error as? URLError)))
         #expect(feed.hasNextPage == false)
     }
 }

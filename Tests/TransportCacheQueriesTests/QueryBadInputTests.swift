@@ -10,18 +10,20 @@ import FoundationNetworking
 @Suite("Observable queries: bad input")
 @MainActor
 struct QueryBadInputTests {
-    @Test("a request the transport does not cache loads, says so, and follows nothing")
+    @Test("a request the transport does not cache loads, says so, and follows nothing from its initialiser on")
     func notCacheableLoads() async throws {
-        let origin = ScriptedOrigin()
+        let origin = ScriptedOrigin(gated: true)
         origin.respond(to: articlesURL, method: "POST", with: .init(body: articlesJSON("searched")))
         let transport = makeTransport(origin)
-        var request = URLRequest(url: articlesURL)
-        request.httpMethod = "POST"
 
-        let query = CachedQuery([Article].self, for: request, in: transport)
+        let query = CachedQuery([Article].self, for: articlesPOST, in: transport)
         let observed = observe(query)
+        await origin.waitForCalls(1)
+        // The answer is held at the gate: nothing was subscribed to while it is awaited.
+        #expect(!query.isFollowingChanges)
+        #expect(transport.statistics.subscribers == 0)
+        origin.openGate()
         await observed.waitForChanges(1)
-        await transport.waitForChangeSubscribers(0)
 
         #expect(
             observed.states == [
@@ -29,7 +31,94 @@ struct QueryBadInputTests {
                 Shown(.loaded, articles("searched"), .passedThrough(.unsafeMethod)),
             ])
         #expect(!query.isFollowingChanges)
+        #expect(transport.statistics.subscribers == 0)
         #expect(origin.callCount == 1)
+    }
+
+    @Test("a POST to a query endpoint follows changes from its first answer, and from memory at once")
+    func queryEndpointFollows() async throws {
+        let origin = ScriptedOrigin()
+        origin.respond(to: articlesURL, method: "POST", with: .init(headers: fresh, body: articlesJSON("searched")))
+        let transport = makeTransport(origin) { $0.queryEndpoints = [.url(articlesURL)] }
+
+        let query = CachedQuery([Article].self, for: articlesPOST, in: transport)
+        #expect(!query.isFollowingChanges)
+        await query.waitForFetches()
+        #expect(shown(query) == Shown(.loaded, articles("searched"), .network(.noEntry)))
+        #expect(query.isFollowingChanges)
+        let held = CachedQuery([Article].self, for: articlesPOST, in: transport)
+        #expect(held.isFollowingChanges)
+        let observed = [query, held].map(observe)
+
+        try transport.store(ProvisionalAnswer(for: articlesPOST, value: articles("written")))
+        for states in observed { await states.waitForChanges(1) }
+
+        #expect(observed.allSatisfy { $0.states.map(\.value) == [articles("searched"), articles("written")] })
+        #expect(origin.callCount == 1)
+    }
+
+    @Test("a request of another scheme shows a pass-through outcome and follows nothing from its initialiser on")
+    func otherSchemeLoads() async throws {
+        // A `data:` URL: URLSession answers it in the process, and its answer is not HTTP.
+        let transport = CachedTransport()
+        let url = URL(string: "data:application/json;base64," + articlesJSON("inline").base64EncodedString())!
+
+        let query = CachedQuery([Article].self, for: URLRequest(url: url), in: transport)
+        #expect(!query.isFollowingChanges)
+        #expect(transport.statistics.subscribers == 0)
+        await query.waitForFetches()
+
+        #expect(shown(query) == Shown(.loaded, articles("inline"), .passedThrough(.notHTTP)))
+        #expect(!query.isFollowingChanges)
+        #expect(transport.statistics.networkFetches == 1)
+    }
+
+    @Test("every answer sets the outcome, a failed one too: a 500 after a good answer, then bytes that do not decode")
+    func failedAnswersSetTheOutcome() async throws {
+        let (origin, transport) = try await transportHoldingOne()
+        origin.respond(to: articlesURL, with: .init(status: 500), .init(headers: fresh, text: "not JSON"))
+        let query = CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: transport)
+        #expect(query.outcome?.source == .memory(.fresh))
+
+        await query.refresh()
+        #expect(query.status == .failed)
+        #expect(query.outcome?.source == .network(.refresh))
+        #expect(query.outcome?.storage == .notStored(.status(500)))
+
+        await query.refresh()
+        #expect(query.status == .failed)
+        #expect(query.outcome?.source == .network(.refresh))
+        #expect(query.outcome?.storage == .stored(changedBytes: true))
+        #expect(query.value == articles("one"))
+        #expect(origin.callCount == 3)
+    }
+
+    /// A query of `articlesURL` whose first answer is `reply`, once that answer is shown; a refresh
+    /// then answers the articles "one".
+    func query(firstAnswering reply: ScriptedOrigin.Reply) async -> CachedQuery<[Article]> {
+        let origin = ScriptedOrigin()
+        origin.respond(to: articlesURL, with: reply, .init(headers: fresh, body: articlesJSON("one")))
+        let query = CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: makeTransport(origin))
+        await query.waitForFetches()
+        return query
+    }
+
+    @Test("a failure tells the server's refusal from bad data and from no answer, and an answer clears it")
+    func failureSortsTheError() async throws {
+        let refused = await query(firstAnswering: .init(status: 404))
+        #expect(refused.failure == .status(404))
+        #expect(refused.failure?.statusCode == 404)
+        let unreadable = await query(firstAnswering: .init(headers: fresh, text: "not JSON"))
+        #expect(unreadable.failure == .invalidData)
+        #expect(unreadable.failure?.statusCode == nil)
+        let unanswered = await query(firstAnswering: .failure(.notConnectedToInternet))
+        let error = try #require(unanswered.error as? URLError)
+        #expect(error.code == .notConnectedToInternet)
+        #expect(unanswered.failure == .network(error))
+
+        await refused.refresh()
+        #expect(refused.failure == nil)
+        #expect(refused.value == articles("one"))
     }
 
     @Test("bytes that do not decode show failed with the decoding error, the last good value kept")
@@ -49,7 +138,7 @@ struct QueryBadInputTests {
             observed.states == [
                 Shown(.loaded, articles("one"), .memory(.fresh)),
                 Shown(.loaded, articles("one"), fetching: true, .memory(.fresh)),
-                Shown(.failed, articles("one"), error: "ValueDecodingError decodingFailed", .memory(.fresh)),
+                Shown(.failed, articles("one"), error: "ValueDecodingError decodingFailed", .network(.refresh)),
             ])
         #expect((query.error as? ValueDecodingError)?.underlyingError is DecodingError)
     }
@@ -68,8 +157,8 @@ struct QueryBadInputTests {
         #expect(
             observed.states == [
                 Shown(.loading, nil, fetching: true, nil),
-                Shown(.failed, nil, error: "ValueDecodingError unacceptableStatus", nil),
-                Shown(.failed, nil, error: "ValueDecodingError unacceptableStatus", fetching: true, nil),
+                Shown(.failed, nil, error: "ValueDecodingError unacceptableStatus", .network(.noEntry)),
+                Shown(.failed, nil, error: "ValueDecodingError unacceptableStatus", fetching: true, .network(.noEntry)),
                 Shown(.loaded, articles("one"), .network(.refresh)),
             ])
     }

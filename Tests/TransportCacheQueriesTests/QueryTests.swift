@@ -303,4 +303,29 @@ struct QueryTests {
         #expect(observed.states == [Shown(.loading, nil, fetching: true, nil), Shown(.idle, nil, nil)])
         #expect(!query.isFollowingChanges)
     }
+
+    @Test("refresh on a query stopped before its first answer sends one request, the refresh's")
+    func refreshAfterStopSendsOneRequest() async throws {
+        let origin = ScriptedOrigin(gated: true)
+        origin.respond(to: articlesURL, with: .init(headers: fresh, body: articlesJSON("one")))
+        let transport = makeTransport(origin)
+        let query = CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: transport)
+        await origin.waitForCalls(1)
+        query.stop()
+        await origin.waitForCancelledCalls(1)
+        let observed = observe(query)
+
+        origin.openGate()
+        await query.refresh()
+        // Any other fetch the refresh started ends here too, and would have reached the origin.
+        await query.waitForFetches()
+
+        #expect(
+            observed.states == [
+                Shown(.idle, nil, nil), Shown(.loading, nil, fetching: true, nil),
+                Shown(.loaded, articles("one"), .network(.refresh)),
+            ])
+        #expect(query.isFollowingChanges)
+        #expect(origin.callCount == 2)
+    }
 }

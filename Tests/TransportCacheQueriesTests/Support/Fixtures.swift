@@ -65,12 +65,24 @@ func observe(_ query: CachedQuery<[Article]>) -> ObservedStates<Shown> {
     ObservedStates { shown(query) }
 }
 
-/// A transport in front of `origin`, with `articlesURL` answered fresh for a minute.
-func makeTransport(_ origin: ScriptedOrigin, clock: ManualCacheClock = ManualCacheClock()) -> CachedTransport {
+/// A transport in front of `origin`, on `clock`, with the rest of its configuration as `configure`
+/// leaves it.
+func makeTransport(
+    _ origin: ScriptedOrigin, clock: ManualCacheClock = ManualCacheClock(),
+    configure: (inout CachedTransport.Configuration) -> Void = { _ in }
+) -> CachedTransport {
     var configuration = CachedTransport.Configuration()
     configuration.clock = clock.cacheClock
+    configure(&configuration)
     return CachedTransport(configuration: configuration, origin: origin)
 }
+
+/// A `POST` of `articlesURL`: passed through, unless the transport names the URL a query endpoint.
+let articlesPOST: URLRequest = {
+    var request = URLRequest(url: articlesURL)
+    request.httpMethod = "POST"
+    return request
+}()
 
 let fresh = ["Cache-Control": "max-age=60"]
 
