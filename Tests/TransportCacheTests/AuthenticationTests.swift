@@ -29,16 +29,10 @@ struct AuthenticationTests {
         let transport = transport(origin) { configuration in
             configuration.keyHeaders = ["X-Tenant"]
             configuration.requestAdapters = [
-                RequestAdapter { request in
-                    var request = request
-                    request.setValue(tenant.withLock { $0 }, forHTTPHeaderField: "X-Tenant")
-                    return request
-                },
-                RequestAdapter { request in
-                    var request = request
+                .keyed { request in request.setValue(tenant.withLock { $0 }, forHTTPHeaderField: "X-Tenant") },
+                .keyed { request in
                     let tenant = request.value(forHTTPHeaderField: "X-Tenant") ?? "none"
                     request.setValue("Bearer \(tenant)", forHTTPHeaderField: "Authorization")
-                    return request
                 },
             ]
         }
@@ -140,11 +134,10 @@ struct AuthenticationTests {
         let accepted = Locked<Set<String>>(["Bearer me-9"])
         let origin = authenticatingOrigin(accepting: accepted, gated: true)
         let authenticator = TokenAuthenticator()
-        let credentials = Credentials(authenticator, credential: "me-1")
         // The account, not the token, is in the key: the app's new token of it is the same identity.
-        let transport = transport(origin, credentials: credentials) { configuration in
-            configuration.partition = { $0.value(forHTTPHeaderField: "X-Account") }
-        }
+        let credentials = Credentials(
+            authenticator, credential: "me-1", partition: { TokenAuthenticator.account(of: $0) })
+        let transport = transport(origin, credentials: credentials)
         let call = Task { try await transport.data(from: URL(string: "\(self.base)/feed")!).0.text }
         await origin.waitForCalls(1)
         credentials.credential = "me-9"
@@ -161,10 +154,10 @@ struct AuthenticationTests {
         let accepted = Locked<Set<String>>(["Bearer other-1"])
         let origin = authenticatingOrigin(accepting: accepted, gated: true)
         let authenticator = TokenAuthenticator()
-        let credentials = Credentials(authenticator, credential: "me-1")
-        let transport = transport(origin, credentials: credentials) { configuration in
-            if partitioned { configuration.partition = { $0.value(forHTTPHeaderField: "X-Account") } }
-        }
+        let credentials = Credentials(
+            authenticator, credential: "me-1",
+            partition: partitioned ? { @Sendable token in TokenAuthenticator.account(of: token) } : nil)
+        let transport = transport(origin, credentials: credentials)
         let call = Task { try await transport.data(from: URL(string: "\(self.base)/feed")!) }
         await origin.waitForCalls(1)
         credentials.credential = "other-1"

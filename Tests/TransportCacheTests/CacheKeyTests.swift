@@ -11,7 +11,7 @@ struct CacheKeyTests {
 
     func key(_ url: String, _ fields: [String: String]? = nil, method: String = "GET") -> CacheKey? {
         let url = URL(string: url)!
-        return CacheKey(URLRequest(url: url), method: method, url: url, fields: fields, keyHeaders: headers)
+        return CacheKey(method: method, url: url, fields: fields, account: nil, keyHeaders: headers)
     }
 
     @Test("scheme and host are lowercased, the default port and the fragment dropped")

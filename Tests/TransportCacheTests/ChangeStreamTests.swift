@@ -129,8 +129,10 @@ struct ChangeStreamTests {
     @Test("a slow subscriber keeps only the newest changes and never blocks the transport")
     func boundedBuffer() async throws {
         let transport = makeTransport(loader: echoOrigin()) { $0.changeBufferLimit = 3 }
+        let requests = (0..<10).map { request("https://example.com/\($0)") }
+        for stored in requests { try transport.store(ProvisionalAnswer(for: stored, data: Data("x".utf8))) }
         var slow = transport.changes().makeAsyncIterator()
-        for index in 0..<10 { transport.invalidate(request("https://example.com/\(index)")) }
+        for stored in requests { transport.invalidate(stored) }
         transport.invalidateAll()
         #expect(await slow.next() == .invalidated(urls: [URL(string: "https://example.com/8")!], endpoint: nil))
         #expect(await slow.next() == .invalidated(urls: [URL(string: "https://example.com/9")!], endpoint: nil))

@@ -10,21 +10,26 @@ import TransportCacheTesting
 struct PartitionTests {
     let base = "https://api.example.com"
 
-    /// Requests declare their account in `X-Account` (``TokenAuthenticator`` sets it from the
-    /// credential); queries go to `/search`.
+    /// The credentials' tokens name their account (``TokenAuthenticator``), which is their
+    /// partition; queries go to `/search`.
+    static func partitioned(_ authenticator: TokenAuthenticator = TokenAuthenticator(), token: String)
+        -> Credentials<TokenAuthenticator>
+    {
+        Credentials(authenticator, credential: token, partition: { TokenAuthenticator.account(of: $0) })
+    }
+
     func transport(
-        _ origin: ScriptedOrigin, credentials: Credentials<TokenAuthenticator>? = nil
+        _ origin: ScriptedOrigin, credentials: Credentials<TokenAuthenticator> = partitioned(token: "alice-1")
     ) -> CachedTransport {
         makeTransport(loader: origin) { configuration in
-            if let credentials { configuration.authenticate(with: credentials) }
-            configuration.partition = { $0.value(forHTTPHeaderField: "X-Account") }
+            configuration.authenticate(with: credentials)
             configuration.queryEndpoints = [.pathPrefix("/search")]
             configuration.minimumRevalidationInterval = .zero
         }
     }
 
-    func get(_ path: String, account: String, token: String? = nil) -> URLRequest {
-        request("\(base)\(path)", headers: ["X-Account": account, "Authorization": "Bearer \(token ?? account)"])
+    func get(_ path: String) -> URLRequest {
+        request("\(base)\(path)")
     }
 
     @Test("a new token of the same account keeps every entry: the partition, not the token, is in the key")
@@ -32,7 +37,7 @@ struct PartitionTests {
         let accepted = Locked<Set<String>>(["Bearer me-1"])
         let origin = authenticatingOrigin(accepting: accepted)
         let authenticator = TokenAuthenticator()
-        let transport = transport(origin, credentials: Credentials(authenticator, credential: "me-1"))
+        let transport = transport(origin, credentials: Self.partitioned(authenticator, token: "me-1"))
         let first = try await transport.data(from: URL(string: "\(base)/feed")!).0
         // The origin now wants the next token: the next request the transport sends is refused.
         accepted.withLock { $0 = ["Bearer me-2"] }
@@ -48,28 +53,32 @@ struct PartitionTests {
     func partitionsShareNothing() async throws {
         let origin = ScriptedOrigin(
             gated: true, respond: ScriptedOrigin.ok(headers: ["Content-Type": "application/json"]))
-        let transport = transport(origin)
-        // The same token, two accounts: only the partition tells them apart.
-        let alice = Task { try await transport.data(for: get("/feed", account: "alice", token: "shared")).0 }
-        let bob = Task { try await transport.data(for: get("/feed", account: "bob", token: "shared")).0 }
+        let credentials = Self.partitioned(token: "alice-1")
+        let transport = transport(origin, credentials: credentials)
+        // The same plain request, two accounts: only the partition tells them apart.
+        let alice = Task { try await transport.data(for: get("/feed")).0 }
+        await origin.waitForCalls(1)
+        credentials.credential = "bob-1"
+        let bob = Task { try await transport.data(for: get("/feed")).0 }
         await origin.waitForCalls(2)
         #expect(transport.statistics.coalescedJoins == 0)
         origin.openGate()
         #expect(try await alice.value != bob.value)
 
-        var aliceQuery = get("/search", account: "alice", token: "shared")
-        aliceQuery.httpMethod = "POST"
-        aliceQuery.httpBody = Data("q=1".utf8)
-        var bobQuery = aliceQuery
-        bobQuery.setValue("bob", forHTTPHeaderField: "X-Account")
-        _ = try await transport.data(for: aliceQuery)
-        _ = try await transport.data(for: bobQuery)
+        var query = get("/search")
+        query.httpMethod = "POST"
+        query.httpBody = Data("q=1".utf8)
+        credentials.credential = "alice-1"
+        _ = try await transport.data(for: query)
+        credentials.credential = "bob-1"
+        _ = try await transport.data(for: query)
         #expect(origin.callCount(for: "\(base)/search", method: "POST") == 2)
 
-        struct Body: Decodable, Sendable { let ok: Bool? }
         let decodesBefore = transport.statistics.decodes
-        _ = try? await transport.value(String.self, for: get("/feed", account: "alice", token: "shared"))
-        _ = try? await transport.value(String.self, for: get("/feed", account: "bob", token: "shared"))
+        credentials.credential = "alice-1"
+        _ = try? await transport.value(String.self, for: get("/feed"))
+        credentials.credential = "bob-1"
+        _ = try? await transport.value(String.self, for: get("/feed"))
         #expect(transport.statistics.decodes - decodesBefore == 2)
         #expect(origin.callCount(for: "\(base)/feed") == 2)
     }
@@ -79,25 +88,29 @@ struct PartitionTests {
     )
     func signOutLeavesNothing() async throws {
         let origin = ScriptedOrigin(respond: ScriptedOrigin.ok(), holding: { $0.url!.path == "/held" })
-        let transport = transport(origin)
-        _ = try await transport.data(for: get("/feed", account: "alice"), tags: ["mine"])
-        _ = try await transport.data(for: get("/profile", account: "alice"))
-        _ = try await transport.data(for: get("/feed", account: "bob"))
+        let credentials = Self.partitioned(token: "alice-1")
+        let transport = transport(origin, credentials: credentials)
+        _ = try await transport.data(for: get("/feed"), tags: ["mine"])
+        _ = try await transport.data(for: get("/profile"))
+        credentials.credential = "bob-1"
+        _ = try await transport.data(for: get("/feed"))
+        credentials.credential = "alice-1"
 
         // An optimistic update of alice's, pending, and a fetch of hers held at the origin.
         let written = Gate()
         let update = Task {
             try await transport.optimisticUpdate(
-                [ProvisionalAnswer(for: get("/profile", account: "alice"), data: Data("provisional".utf8))],
+                [ProvisionalAnswer(for: get("/profile"), data: Data("provisional".utf8))],
                 write: { try await written.wait() })
         }
         await written.waitForArrivals(1)
         let changes = transport.changes()
         var iterator = changes.makeAsyncIterator()
         origin.closeGate()
-        let held = Task { try await transport.data(for: get("/held", account: "alice")) }
+        let held = Task { try await transport.data(for: get("/held")) }
         await origin.waitForCalls(4)
 
+        credentials.credential = "bob-1"
         transport.signOut(partition: "alice")
         await #expect {
             try await held.value
@@ -116,10 +129,10 @@ struct PartitionTests {
         origin.openGate()
         // Nothing of alice's comes back: neither the provisional answer nor the held fetch's.
         #expect(transport.snapshot().entries.map(\.url.path) == ["/feed"])
-        #expect(try await transport.data(for: get("/feed", account: "bob")).0.text.contains("call=3"))
+        #expect(try await transport.data(for: get("/feed")).0.text.contains("call=3"))
         // A second sign-out finds nothing and announces nothing.
         transport.signOut(partition: "alice")
-        transport.invalidate(get("/feed", account: "bob"))
+        transport.invalidate(get("/feed"))
         #expect(await iterator.next() == .invalidated(urls: [URL(string: "\(base)/feed")!], endpoint: nil))
     }
 
@@ -127,7 +140,7 @@ struct PartitionTests {
     func revalidationCarriesTodaysCredential() async throws {
         let accepted = Locked<Set<String>>(["Bearer me-1", "Bearer me-2"])
         let origin = authenticatingOrigin(accepting: accepted)
-        let credentials = Credentials(TokenAuthenticator(), credential: "me-1")
+        let credentials = Self.partitioned(token: "me-1")
         let transport = transport(origin, credentials: credentials)
         _ = try await transport.data(from: URL(string: "\(base)/feed")!)
         credentials.credential = "me-2"
@@ -160,7 +173,7 @@ struct PartitionTests {
             try await gate.wait()
             return "alice-2"
         }
-        let transport = transport(origin, credentials: Credentials(authenticator, credential: "alice-1"))
+        let transport = transport(origin, credentials: Self.partitioned(authenticator, token: "alice-1"))
         let caller = Task { try await transport.data(from: URL(string: "\(self.base)/feed")!) }
         await gate.waitForArrivals(1)
         transport.signOut(partition: "alice")
@@ -175,13 +188,13 @@ struct PartitionTests {
     func signOutDuringAnUpdatesRefetch() async throws {
         let origin = ScriptedOrigin(respond: ScriptedOrigin.ok(), holding: { $0.url!.path == "/profile" })
         let transport = transport(origin)
-        _ = try await transport.data(for: get("/profile", account: "alice"))
+        _ = try await transport.data(for: get("/profile"))
         origin.closeGate()
         let update = Task {
             try await transport.optimisticUpdate(
-                [ProvisionalAnswer(for: get("/profile", account: "alice"), data: Data("provisional".utf8))],
+                [ProvisionalAnswer(for: get("/profile"), data: Data("provisional".utf8))],
                 write: { "saved" },
-                confirmed: { _ in [ProvisionalAnswer(for: get("/settings", account: "alice"), data: Data("s".utf8))] })
+                confirmed: { _ in [ProvisionalAnswer(for: get("/settings"), data: Data("s".utf8))] })
         }
         // The update's refetch of its key is held at the origin.
         await origin.waitForCalls(2)

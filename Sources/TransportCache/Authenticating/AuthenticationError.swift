@@ -14,19 +14,22 @@ public struct AuthenticationError: Error, Sendable, CustomStringConvertible {
         case credentialUnchanged
         /// The origin refused a request sent with no credential: none is set.
         case noCredential
-        /// A request the transport sends on its own account (a revalidation, a poll, a retry, a
-        /// resend after a refusal) would now go out as another identity than the one it was made
-        /// for, so it was not sent. Declare partitions (``CachedTransport/Configuration/partition``)
-        /// to keep entries through a token refresh.
+        /// The request would have gone out as another identity than its key's, so it was not sent:
+        /// the app set another account's credential after the request was keyed, or a sending
+        /// ``RequestAdapter`` changed a key header (make it a keyed adapter).
         case identityChanged
         /// Its partition was signed out (``CachedTransport/signOut(partition:)``) while it was in
         /// flight.
         case signedOut
+        /// The ``Credentials``' partition closure threw for the current credential
+        /// (``underlyingError``): no request is keyed or sent with it.
+        case partitionUnavailable
     }
 
     /// What went wrong.
     public let code: Code
-    /// The refresh's own error, for ``Code/refreshFailed``.
+    /// The refresh's own error, for ``Code/refreshFailed``; the partition closure's, for
+    /// ``Code/partitionUnavailable``.
     public let underlyingError: (any Error)?
     /// The outcome of the attempt that failed.
     public internal(set) var cacheOutcome: CacheOutcome?
@@ -43,8 +46,10 @@ public struct AuthenticationError: Error, Sendable, CustomStringConvertible {
         case .tooManyRefreshes: "the credential was refreshed too many times in a row"
         case .credentialUnchanged: "the refresh returned the credential the origin refused"
         case .noCredential: "the origin asked for a credential and none is set"
-        case .identityChanged: "the request would have been sent as another identity than its entry's"
+        case .identityChanged: "the request would have been sent as another identity than its key's"
         case .signedOut: "its partition was signed out"
+        case .partitionUnavailable:
+            "the credential's partition could not be read: \(underlyingError.map { "\($0)" } ?? "unknown error")"
         }
     }
 }

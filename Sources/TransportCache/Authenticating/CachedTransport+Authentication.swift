@@ -4,9 +4,9 @@ import FoundationNetworking
 #endif
 
 extension CachedTransport {
-    /// Prepares `launch`'s request again (see ``RequestPreparation``) and sends it, unless it
-    /// would now go out as another identity than its key's: then, or when an adapter or the
-    /// credential throws, the fetch fails with that error and nothing is sent or stored.
+    /// Sends `launch`'s request as it goes out (``RequestPreparation/outgoing(_:keyedFor:)``):
+    /// when an adapter or the credential throws, or it would go out as another identity than its
+    /// key's, the fetch fails with that error and nothing is sent or stored.
     nonisolated func launchPrepared(
         _ launch: Launch, by preparation: RequestPreparation, interval: TransportEvents.FetchInterval
     ) {
@@ -14,22 +14,19 @@ extension CachedTransport {
         // Recorded before its task can start the network load or complete the fetch.
         if case .cancel = inFlight.withLock({ $0.loadStarted(prepared, for: launch.id) }) { return }
         let task = Task {
-            let request: URLRequest
+            let outgoing: Outgoing
             do {
-                request = try await preparation.prepare(launch.request)
-                if !launch.mayChangeIdentity, planner.storedKey(of: request) != launch.key {
-                    throw AuthenticationError(.identityChanged)
-                }
+                outgoing = try await preparation.outgoing(launch.request, keyedFor: .keyed(launch.key.account))
             } catch {
                 // Cancelled: every caller left, and the fetch is gone.
                 if !Task.isCancelled { complete(launch.id, with: .failure(error), interval: interval) }
                 return
             }
             let inFlight = inFlight.withLock { machine in
-                machine.fetches[launch.id].map { fetch in fetch.sentRequest = request } != nil
+                machine.fetches[launch.id].map { fetch in fetch.sent = outgoing } != nil
             }
             guard inFlight else { return }
-            send(request, of: launch.id, interval: interval, within: prepared)
+            send(outgoing.request, of: launch.id, interval: interval, within: prepared)
         }
         prepared.wait(for: task)
     }
@@ -41,62 +38,53 @@ extension CachedTransport {
         return credentials.isRefusal(answer.1, to: request)
     }
 
-    /// The request a refused `fetch` was sent with, and the credentials to recover with; nil when
-    /// it may not reauthenticate: a refresh's own request, or one already resent. Call with the
-    /// in-flight lock held.
-    nonisolated func reauthentication(of fetch: Fetch) -> (URLRequest, any CredentialApplying)? {
-        guard !fetch.bypassesPreparation, !fetch.hasReauthenticated, let credentials = preparation?.credentials else {
-            return nil
-        }
+    /// What a refused `fetch` sent, which credential that carried, and the credentials to recover with; nil
+    /// when it may not reauthenticate: a refresh's own request, one that carried the app's own
+    /// credential, or one already resent. Call with the in-flight lock held.
+    nonisolated func reauthentication(of fetch: Fetch) -> (URLRequest, Int, any CredentialApplying)? {
+        guard !fetch.bypassesPreparation, !fetch.hasReauthenticated, let sent = fetch.sent,
+            let generation = sent.generation, let credentials = preparation?.credentials
+        else { return nil }
         fetch.hasReauthenticated = true
-        return (fetch.sentRequest ?? fetch.request, credentials)
+        return (sent.request, generation, credentials)
     }
 
-    /// Waits for a credential other than the one `refused` was sent with (the one shared refresh,
-    /// see ``Credentials``), then sends fetch `fetchID` once more with it; fails the fetch with
+    /// Waits for a credential later than the `refused`-th (the one shared refresh, see
+    /// ``Credentials``), then sends fetch `fetchID` once more with it; fails the fetch with
     /// the refresh's error. The wait is the fetch's load: when every caller leaves, it is
     /// cancelled, and with the last waiter, the refresh.
     nonisolated func reauthenticateThenResend(
-        _ fetchID: Int, refused: URLRequest, by credentials: any CredentialApplying
+        _ fetchID: Int, refused request: URLRequest, at refused: Int, by credentials: any CredentialApplying
     ) -> any NetworkLoad {
         TaskLoad(
             task: Task {
-                let vouched: Bool
                 do {
-                    vouched = try await credentials.recover(fromRefusalOf: refused)
+                    try await credentials.recover(fromRefusalOf: request, at: refused)
                 } catch {
-                    if !Task.isCancelled, let url = refused.url { fail(fetchID, with: error, url: url) }
+                    if !Task.isCancelled, let url = request.url { fail(fetchID, with: error, url: url) }
                     return
                 }
                 let next = inFlight.withLock { machine -> Launch? in
                     guard let fetch = machine.fetches[fetchID] else { return nil }
                     fetch.requestTime = planner.policy.clock.date
-                    var launch = launchable((fetchID, fetch))
-                    // Only a refresh of its own credential may change what the key held.
-                    launch.mayChangeIdentity = vouched
-                    return launch
+                    return launchable((fetchID, fetch))
                 }
                 if let next { launch(next) }
             })
     }
 
-    /// Sends `plan`'s request once more when its credential was refused (see ``Credentials``),
-    /// prepared again with the credential now current; otherwise returns `answer` as it is.
-    nonisolated(nonsending) func resendingIfRefused(
-        _ plan: SendPlan, answer: (Data, URLResponse)
-    ) async throws -> (Data, URLResponse) {
-        guard let preparation, let credentials = preparation.credentials, !RequestPreparation.isRefreshing,
-            credentials.isRefusal(answer.1, to: plan.request)
+    /// Sends `request`, which is never stored, as it goes out (``RequestPreparation/outgoing(_:keyedFor:)``),
+    /// and once more, with a later credential, when its credential was refused: the refusal path
+    /// fetches take, for a request the cache does not handle.
+    nonisolated(nonsending) func sendAuthenticated(_ request: URLRequest) async throws -> (Data, URLResponse) {
+        guard let preparation, preparation.decoratesOutgoing else { return try await loader.load(request) }
+        let outgoing = try await preparation.outgoing(request, keyedFor: .unkeyed)
+        let answer = try await loader.load(outgoing.request)
+        guard let credentials = preparation.credentials, let generation = outgoing.generation,
+            credentials.isRefusal(answer.1, to: outgoing.request)
         else { return answer }
-        let vouched = try await credentials.recover(fromRefusalOf: plan.request)
-        let resent = try await preparation.prepare(plan.request)
-        // A credential the app set meanwhile may be another account's: not for this request.
-        if !vouched,
-            CacheKey(resent, keyHeaders: planner.keyHeaders) != CacheKey(plan.request, keyHeaders: planner.keyHeaders)
-        {
-            throw AuthenticationError(.identityChanged)
-        }
-        return try await loader.load(resent)
+        try await credentials.recover(fromRefusalOf: outgoing.request, at: generation)
+        return try await loader.load(try await preparation.outgoing(request, keyedFor: .unkeyed).request)
     }
 }
 
@@ -155,6 +143,7 @@ extension CachedTransport {
     /// Runs on the caller's thread, without waiting for the actor.
     /// - Complexity: O(n) in the keys held, read a batch at a time under the lock a hit takes.
     public nonisolated func signOut(partition: String) {
+        preparation?.credentials?.endRefresh(ofPartition: partition)
         let (waiters, loads) = committer.dropPartition(partition)
         for waiter in waiters {
             let outcome = CacheOutcome(source: .network(waiter.reason))

@@ -6,72 +6,133 @@ import FoundationNetworking
 /// The app's current credential and its one shared refresh.
 ///
 /// Give it to the transport with ``CachedTransport/Configuration/authenticate(with:)``. Every
-/// request then goes out with the current credential, applied before its key is built. When the
-/// origin refuses one (``Authenticator/isRefusal(_:to:)``):
+/// request that goes to the network then carries the current credential. A request is keyed by
+/// the credential's *account*, never by the token itself, so a hit never waits for a refresh and
+/// a refreshed token keeps every entry:
+/// - with `partition`, the account is the partition it names (the user's identifier), read once
+///   when the app sets a credential; ``CachedTransport/signOut(partition:)`` drops all of it;
+/// - without, each credential the app sets is an account of its own, kept by its refreshes.
+///
+/// When the origin refuses a request (``Authenticator/isRefusal(_:to:)``):
 /// - if it was sent with the current credential, one refresh starts, which every other refused
-///   request, and every request made meanwhile, waits for; each is then sent once more with the
-///   new credential (the callers of one shared fetch share its resend);
+///   request, and every request that goes out meanwhile, waits for; each is then sent once more
+///   with the new credential (the callers of one shared fetch share its resend);
 /// - if the credential has been replaced since, it is sent again with the current one, without
-///   a refresh;
+///   a refresh: a refused request goes out again only with a newer credential than the refused one;
 /// - a refresh that throws fails every request waiting for it with
 ///   ``AuthenticationError/Code/refreshFailed``, and the next refused request may try again;
 /// - more than ``RefreshLimit/maximumRefreshes`` within the window fail with
 ///   ``AuthenticationError/Code/tooManyRefreshes``;
-/// - a refresh every waiting request has left is cancelled.
+/// - a refresh every waiting request has left is cancelled, and the next request starts a new one.
 ///
-/// Set ``credential`` when the user signs in or out; a refresh under way then no longer replaces it.
+/// Set ``credential`` when the user signs in or out: it applies to every request from then on,
+/// and a refresh under way ends, so no request of the new account waits for it or fails with it.
 public final class Credentials<Authenticating: Authenticator>: Sendable {
     private struct State: Sendable {
         var credential: Authenticating.Credential?
-        /// Counts the credentials set by the app, so that a refresh begun before one does not
-        /// replace it.
+        /// Counts the credentials, set by the app or refreshed: a refused request is resent only
+        /// once a later one is current.
         var generation = 0
+        /// What the key holds for the current credential (see ``KeyHeaders/accountMarker``), or
+        /// why there is none: the partition could not be read.
+        var account: Result<String?, AuthenticationError> = .success(nil)
+        /// Numbers the credentials the app set, for accounts without partitions.
+        var lineage = 0
         var refresh: SharedRefresh?
         var refreshStarts: [ContinuousClock.Instant] = []
-        /// The credential the latest successful refresh replaced, and the generation it made.
-        var refreshedFrom: (credential: Authenticating.Credential, generation: Int)?
+
+        /// The refresh under way, unless every request left it or it was ended.
+        mutating func liveRefresh() -> SharedRefresh? {
+            if let refresh, !refresh.isLive { self.refresh = nil }
+            return refresh
+        }
     }
 
     let authenticator: Authenticating
     let limit: RefreshLimit
+    private let partition: (@Sendable (Authenticating.Credential) throws -> String?)?
     private let state: Locked<State>
 
     /// Credentials that `authenticator` applies and refreshes, starting from `credential` (nil
     /// while signed out: requests then go out without one).
+    ///
+    /// - Parameter partition: the partition (account) a credential belongs to, such as the user's
+    ///   identifier; nil, the default, for none. Read once each time the app sets a credential,
+    ///   never for a refreshed one, which stays in its account; a closure that answers differently
+    ///   on two calls therefore never splits one credential's entries. When it throws, requests
+    ///   that would carry that credential fail with ``AuthenticationError/Code/partitionUnavailable``
+    ///   and nothing is sent or stored; when it answers nil, the credential is an account of its own.
     public init(
-        _ authenticator: Authenticating, credential: Authenticating.Credential?, limit: RefreshLimit = RefreshLimit()
+        _ authenticator: Authenticating, credential: Authenticating.Credential?, limit: RefreshLimit = RefreshLimit(),
+        partition: (@Sendable (Authenticating.Credential) throws -> String?)? = nil
     ) {
         self.authenticator = authenticator
         self.limit = limit
+        self.partition = partition
         state = Locked(State(credential: credential))
+        let account = account(of: credential, lineage: 0)
+        state.withLock { $0.account = account }
     }
 
-    /// The credential requests go out with. Setting it (sign-in, sign-out, a credential the app
-    /// refreshed itself) applies to every request from then on.
+    /// The credential requests go out with. Setting it (sign-in, sign-out, another account, a
+    /// credential the app refreshed itself) applies to every request from then on and ends a
+    /// refresh under way: the requests waiting for it go out with the new credential when it is
+    /// the same account's, and fail with ``AuthenticationError/Code/identityChanged`` otherwise.
     public var credential: Authenticating.Credential? {
         get { state.withLock { $0.credential } }
         set {
-            state.withLock { state in
+            // The app's code runs with no lock held.
+            let lineage = state.withLock { state in
+                state.lineage += 1
+                return state.lineage
+            }
+            let account = account(of: newValue, lineage: lineage)
+            let ended = state.withLock { state in
                 state.credential = newValue
                 state.generation += 1
+                state.account = account
+                defer { state.refresh = nil }
+                return state.refresh
             }
+            ended?.end()
         }
+    }
+
+    /// What the key holds for `credential`, the app's `lineage`-th.
+    private func account(of credential: Authenticating.Credential?, lineage: Int) -> Result<
+        String?, AuthenticationError
+    > {
+        guard let credential else { return .success(nil) }
+        do {
+            if let partition, let name = try partition(credential) {
+                return .success(KeyHeaders.partitionPrefix + name)
+            }
+        } catch {
+            return .failure(AuthenticationError(.partitionUnavailable, underlyingError: error))
+        }
+        return .success(KeyHeaders.credentialPrefix + String(lineage))
     }
 }
 
 extension Credentials: CredentialApplying {
-    nonisolated(nonsending) func authenticate(_ request: URLRequest) async throws -> URLRequest {
+    func currentAccount() throws -> String? {
+        try state.withLock { $0.account }.get()
+    }
+
+    nonisolated(nonsending) func authenticate(_ request: URLRequest) async throws -> Authenticated {
         while true {
-            let (credential, refresh) = state.withLock { ($0.credential, $0.refresh) }
+            let (credential, generation, account, refresh) = state.withLock { state in
+                (state.credential, state.generation, state.account, state.liveRefresh())
+            }
             if let refresh {
-                // Made while a refresh runs: it goes out with the refreshed credential, or fails with it.
+                // Goes out with the refreshed credential, or fails with it.
                 try await Self.wait(for: refresh)
                 continue
             }
             // The app's code runs with no lock held.
             var request = request
             if let credential { authenticator.apply(credential, to: &request) }
-            return request
+            return Authenticated(request: request, generation: generation, account: try account.get())
         }
     }
 
@@ -80,24 +141,31 @@ extension Credentials: CredentialApplying {
         return authenticator.isRefusal(response, to: request)
     }
 
-    func recover(fromRefusalOf request: URLRequest) async throws -> Bool {
+    func recover(fromRefusalOf request: URLRequest, at refused: Int) async throws {
         while true {
-            let (credential, generation, running) = state.withLock { ($0.credential, $0.generation, $0.refresh) }
+            let (credential, generation, running) = state.withLock {
+                ($0.credential, $0.generation, $0.liveRefresh())
+            }
+            // A later credential is current: the request goes out again with it.
+            if generation != refused { return }
             if let running {
                 try await Self.wait(for: running)
-                return vouchesForRefresh(of: request)
-            }
-            guard let credential else { throw AuthenticationError(.noCredential) }
-            // Refused with a credential replaced since: sent again with the current one.
-            guard authenticator.isRequest(request, authenticatedWith: credential) else {
-                return vouchesForRefresh(of: request)
-            }
-            guard let refresh = try startRefresh(of: credential, refusing: request, ifStill: generation) else {
                 continue
             }
-            try await Self.wait(for: refresh)
-            return vouchesForRefresh(of: request)
+            guard let credential else { throw AuthenticationError(.noCredential) }
+            if let refresh = try startRefresh(of: credential, refusing: request, ifStill: generation) {
+                try await Self.wait(for: refresh)
+            }
         }
+    }
+
+    func endRefresh(ofPartition partition: String) {
+        let ended = state.withLock { state -> SharedRefresh? in
+            guard case .success(KeyHeaders.partitionPrefix + partition) = state.account else { return nil }
+            defer { state.refresh = nil }
+            return state.refresh
+        }
+        ended?.end()
     }
 
     /// Starts the one refresh of `credential`, unless the state moved on since it was read at
@@ -106,7 +174,7 @@ extension Credentials: CredentialApplying {
         of credential: Authenticating.Credential, refusing request: URLRequest, ifStill generation: Int
     ) throws -> SharedRefresh? {
         try state.withLock { state -> SharedRefresh? in
-            guard state.generation == generation, state.refresh == nil else { return nil }
+            guard state.generation == generation, state.liveRefresh() == nil else { return nil }
             let now = ContinuousClock.now
             state.refreshStarts.removeAll { now - $0 >= limit.window }
             guard state.refreshStarts.count < limit.maximumRefreshes else {
@@ -122,19 +190,8 @@ extension Credentials: CredentialApplying {
         }
     }
 
-    /// Whether the current credential is what a refresh made of the one `request` was sent with:
-    /// the same account, which a resend may carry whatever its key said of the old credential.
-    private func vouchesForRefresh(of request: URLRequest) -> Bool {
-        guard
-            let (refreshedFrom, generation) = state.withLock({ state in
-                state.refreshedFrom.map { ($0.credential, $0.generation == state.generation) }
-            }), generation
-        else { return false }
-        return authenticator.isRequest(request, authenticatedWith: refreshedFrom)
-    }
-
-    /// Waits for `refresh`; a cancellation that is not the caller's own (the refresh was left by
-    /// every other waiter a moment before this one arrived) is read as "ask again".
+    /// Waits for `refresh`; a cancellation that is not the caller's own (the refresh was ended,
+    /// or left by every other waiter a moment before this one arrived) is read as "ask again".
     private static func wait(for refresh: SharedRefresh) async throws {
         do {
             try await refresh.wait()
@@ -144,7 +201,8 @@ extension Credentials: CredentialApplying {
     }
 
     /// Runs the authenticator's refresh of `credential`, outside the transport's chain, and makes
-    /// its answer the current credential unless the app set one meanwhile.
+    /// its answer the current credential, in the same account, unless another credential became
+    /// current meanwhile.
     private func refreshed(
         _ credential: Authenticating.Credential, refusing request: URLRequest, generation: Int,
         by refresh: SharedRefresh
@@ -162,31 +220,51 @@ extension Credentials: CredentialApplying {
         try state.withLock { state in
             if state.refresh === refresh { state.refresh = nil }
             switch result {
-            case .failure(let error as CancellationError): throw error
-            case .failure(let error): throw AuthenticationError(.refreshFailed, underlyingError: error)
+            case .failure(let error) where Task.isCancelled || Self.isCancellation(error):
+                throw CancellationError()
+            case .failure(let error):
+                throw AuthenticationError(.refreshFailed, underlyingError: error)
             case .success(let refreshed):
                 if unchanged { throw AuthenticationError(.credentialUnchanged) }
                 if state.generation == generation {
                     state.credential = refreshed
                     state.generation += 1
-                    state.refreshedFrom = (credential, state.generation)
                 }
             }
         }
     }
+
+    /// Whether `error` says the refresh was cancelled: Swift's own, or URLSession's for the
+    /// refresh's own request.
+    private static func isCancellation(_ error: any Error) -> Bool {
+        if error is CancellationError { return true }
+        return (error as? URLError)?.code == .cancelled
+    }
+}
+
+/// A request with the current credential on it, and which credential that was.
+struct Authenticated: Sendable {
+    let request: URLRequest
+    /// The credential's place among those that were current (see ``CredentialApplying/recover(fromRefusalOf:at:)``).
+    let generation: Int
+    /// What a key made for that credential holds (see ``CredentialApplying/currentAccount()``).
+    let account: String?
 }
 
 /// The type-erased view of ``Credentials`` the transport holds.
 protocol CredentialApplying: Sendable {
+    /// What a key holds for the current credential: its partition's or its own account; nil
+    /// without a credential. Never waits.
+    /// - Throws: ``AuthenticationError/Code/partitionUnavailable``.
+    func currentAccount() throws -> String?
     /// `request` with the current credential on it, once any refresh under way has ended.
-    nonisolated(nonsending) func authenticate(_ request: URLRequest) async throws -> URLRequest
+    nonisolated(nonsending) func authenticate(_ request: URLRequest) async throws -> Authenticated
     /// Whether `response` to `request` refuses its credential.
     func isRefusal(_ response: URLResponse, to request: URLRequest) -> Bool
-    /// Returns once a credential other than the one `request` was refused with is current:
-    /// at once when it was already replaced, else after the one shared refresh.
-    /// - Returns: whether that credential is what a refresh made of `request`'s: then a resend
-    ///   may carry it even where the key holds the old credential (the same account). A
-    ///   credential the app set instead may be another account's.
+    /// Returns once a credential later than the `refused`-th, which `request` was refused with,
+    /// is current: at once when one is, else after the one shared refresh.
     /// - Throws: ``AuthenticationError`` when there is none to be had; `CancellationError`.
-    func recover(fromRefusalOf request: URLRequest) async throws -> Bool
+    func recover(fromRefusalOf request: URLRequest, at refused: Int) async throws
+    /// Ends the refresh under way when the current credential is `partition`'s.
+    func endRefresh(ofPartition partition: String)
 }

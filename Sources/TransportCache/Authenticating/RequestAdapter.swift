@@ -3,35 +3,68 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// One step of the chain that makes a request the app's own before the transport keys and sends
-/// it: a header every request carries, a signature, a tenant.
+/// One step of the chain that makes a request the app's own: a header every request carries, a
+/// signature, a tenant, a language.
 ///
-/// The transport runs ``CachedTransport/Configuration/requestAdapters`` in order on every request
-/// before its key is built, so a header an adapter adds takes part in the key when it is a key
-/// header (`Authorization`, `Cookie`, `Accept`, `Accept-Language` or one of
-/// ``CachedTransport/Configuration/keyHeaders``): identities stay apart. It runs them again before
-/// every request the transport sends on its own account (a retry, a revalidation, a poll, a
-/// background revalidation, a resend after a refused credential), so such a request carries
-/// today's headers, not those of the request that first fetched the entry.
+/// An adapter is one of two kinds, and the difference is whether it shapes the cache key:
 ///
-/// An adapter that throws fails its request with that error: nothing is sent or stored.
+/// - **A keyed adapter** (``keyed(_:)``) is synchronous and runs on every call that takes a
+///   request, before its key is built: ``CachedTransport/data(for:)``, the value calls,
+///   ``CachedTransport/cachedValue(_:for:decoder:)`` and a query's first frame, invalidation,
+///   writes. What it sets is part of the key when it is a key header (`Accept`,
+///   `Accept-Language`, `Authorization`, `Cookie` or one of
+///   ``CachedTransport/Configuration/keyHeaders``), and a URL it rewrites is the URL the entry is
+///   stored and found under. Use it for what selects a representation: a language, a tenant, an
+///   API version in the path. It must be quick: a hit runs it.
+/// - **A sending adapter** (``init(_:)``) is asynchronous and runs only on requests that go to
+///   the network, after the key is built: a caller's fetch, and every request the transport sends
+///   on its own account (a retry, a revalidation, a poll, a resend after a refused credential),
+///   so each carries today's headers. A hit never runs it. Use it for what only decorates: a
+///   client version, a trace identifier, a signature or an API key in the query. It may change
+///   the URL (the entry stays under the URL the app asked for), but not a key header: that would
+///   let a request go out as another identity than its key's, so such a request fails with
+///   ``AuthenticationError/Code/identityChanged`` and nothing is sent.
+///
+/// The keyed adapters run first, in their order in ``CachedTransport/Configuration/requestAdapters``,
+/// then, for a request that goes out, the sending ones in theirs, then the credential
+/// (``CachedTransport/Configuration/authenticate(with:)``). An adapter that throws fails its
+/// call with that error (a synchronous read included; ``CachedTransport/invalidate(_:)-(URLRequest)``
+/// then drops nothing): nothing is sent or stored.
 ///
 /// ```swift
 /// var configuration = CachedTransport.Configuration()
 /// configuration.requestAdapters = [
+///     .keyed { request in request.setValue("de", forHTTPHeaderField: "Accept-Language") },
 ///     RequestAdapter { request in
 ///         var request = request
 ///         request.setValue("ios/4.2", forHTTPHeaderField: "X-Client")
 ///         return request
-///     }
+///     },
 /// ]
 /// ```
 public struct RequestAdapter: Sendable {
-    let adapt: nonisolated(nonsending) @Sendable (URLRequest) async throws -> URLRequest
+    typealias Keyed = @Sendable (inout URLRequest) throws -> Void
+    typealias Sending = nonisolated(nonsending) @Sendable (URLRequest) async throws -> URLRequest
 
-    /// An adapter that returns `adapt`'s request in place of the one it is given. It runs on the
-    /// caller's executor, as the rest of a request the transport answers from memory does.
+    enum Step: Sendable {
+        case keyed(Keyed)
+        case sending(Sending)
+    }
+
+    let step: Step
+
+    /// A sending adapter: `adapt`'s request goes to the network in place of the one it is given.
+    /// It runs on the caller's executor.
     public init(_ adapt: nonisolated(nonsending) @escaping @Sendable (URLRequest) async throws -> URLRequest) {
-        self.adapt = adapt
+        step = .sending(adapt)
+    }
+
+    /// A keyed adapter: `adapt` changes the request before its key is built, on every call.
+    public static func keyed(_ adapt: @escaping @Sendable (inout URLRequest) throws -> Void) -> RequestAdapter {
+        RequestAdapter(step: .keyed(adapt))
+    }
+
+    private init(step: Step) {
+        self.step = step
     }
 }

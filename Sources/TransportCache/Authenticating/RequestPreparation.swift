@@ -3,12 +3,25 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// What makes a request the app's own before it is keyed and sent: the adapters in order, then
-/// the current credential. The one place both are run, for the callers' requests and for those
-/// the transport sends on its own account.
+/// The one boundary every request crosses: what makes it the app's own, in two steps.
+///
+/// - ``keyed(_:)``, synchronous, shapes the key: the keyed adapters, and the account of the
+///   current credential. Every public call that takes a request or makes a key begins here, the
+///   synchronous reads included, so every call finds the same entry for the same request.
+/// - ``outgoing(_:keyedFor:)`` only decorates what goes to the network: the sending adapters, then
+///   the current credential (once a refresh under way has ended). Every request sent runs it, a
+///   caller's and those the transport sends on its own account, and it refuses to send one as
+///   another identity than its key's.
+///
+/// A hit crosses only the first step: it never waits for a refresh or runs app code that
+/// suspends.
 final class RequestPreparation: Sendable {
-    let adapters: [RequestAdapter]
+    let keyedAdapters: [RequestAdapter.Keyed]
+    let sendingAdapters: [RequestAdapter.Sending]
     let credentials: (any CredentialApplying)?
+    private let keyHeaders: KeyHeaders
+    /// Whether a request that goes out needs the second step.
+    let decoratesOutgoing: Bool
 
     /// Set while a credential is refreshed: the refresh's own requests go past the adapters and
     /// the authenticator, so that the refresh never waits for itself.
@@ -16,20 +29,96 @@ final class RequestPreparation: Sendable {
 
     /// The preparation `configuration` asks for; nil when it has neither adapters nor credentials,
     /// so that a request then pays one comparison for this.
-    init?(_ configuration: CachedTransport.Configuration) {
+    init?(_ configuration: CachedTransport.Configuration, keyHeaders: KeyHeaders) {
         guard !configuration.requestAdapters.isEmpty || configuration.credentials != nil else { return nil }
-        adapters = configuration.requestAdapters
+        var keyedAdapters: [RequestAdapter.Keyed] = []
+        var sendingAdapters: [RequestAdapter.Sending] = []
+        for adapter in configuration.requestAdapters {
+            switch adapter.step {
+            case .keyed(let adapt): keyedAdapters.append(adapt)
+            case .sending(let adapt): sendingAdapters.append(adapt)
+            }
+        }
+        self.keyedAdapters = keyedAdapters
+        self.sendingAdapters = sendingAdapters
         credentials = configuration.credentials
+        self.keyHeaders = keyHeaders
+        decoratesOutgoing = !sendingAdapters.isEmpty || credentials != nil
     }
 
-    /// `request` after the adapters, with the current credential on it (once a refresh under way
-    /// has ended). A request made by a refresh is returned as it is. Runs on the caller's
-    /// executor: a request that waits for no refresh is prepared without leaving it.
-    nonisolated(nonsending) func prepare(_ request: URLRequest) async throws -> URLRequest {
-        if Self.isRefreshing { return request }
+    /// `request` as every call keys it: after the keyed adapters, with the account of the current
+    /// credential (see ``Credentials``). A request that carries its own `Authorization` is the
+    /// app's to authenticate: it is keyed by that header, in no account. A request made by a
+    /// refresh is returned as it is.
+    /// - Throws: an adapter's error; ``AuthenticationError/Code/partitionUnavailable``.
+    func keyed(_ request: URLRequest) throws -> KeyedRequest {
+        if Self.isRefreshing { return KeyedRequest(request: request, account: nil) }
         var request = request
-        for adapter in adapters { request = try await adapter.adapt(request) }
-        if let credentials { request = try await credentials.authenticate(request) }
-        return request
+        for adapt in keyedAdapters { try adapt(&request) }
+        guard let credentials else { return KeyedRequest(request: request, account: nil) }
+        do {
+            let account = try credentials.currentAccount()
+            return KeyedRequest(
+                request: request, account: account == nil || Self.carriesOwnCredential(request) ? nil : account)
+        } catch  where Self.carriesOwnCredential(request) {
+            return KeyedRequest(request: request, account: nil)
+        }
     }
+
+    /// `request`, as ``keyed(_:)`` made it, as it goes to the network: after the sending adapters,
+    /// with the current credential. Runs on the caller's executor.
+    /// - Parameter account: the account its key holds; `.unkeyed` for a request that is never
+    ///   stored, which may go out with whatever credential is current.
+    /// - Throws: ``AuthenticationError/Code/identityChanged`` when a sending adapter changed a key
+    ///   header, or the current credential is another account's than the key's; an adapter's or
+    ///   the refresh's error.
+    nonisolated(nonsending) func outgoing(_ request: URLRequest, keyedFor account: KeyedAccount) async throws
+        -> Outgoing
+    {
+        if Self.isRefreshing { return Outgoing(request: request, generation: nil) }
+        var sent = request
+        for adapt in sendingAdapters { sent = try await adapt(sent) }
+        if !sendingAdapters.isEmpty,
+            keyHeaders.values(in: sent.allHTTPHeaderFields) != keyHeaders.values(in: request.allHTTPHeaderFields)
+        {
+            throw AuthenticationError(.identityChanged)
+        }
+        guard let credentials, !Self.carriesOwnCredential(request) else {
+            return Outgoing(request: sent, generation: nil)
+        }
+        let authenticated = try await credentials.authenticate(sent)
+        if case .keyed(let account) = account, authenticated.account != account {
+            throw AuthenticationError(.identityChanged)
+        }
+        return Outgoing(request: authenticated.request, generation: authenticated.generation)
+    }
+
+    /// Whether the app put a credential on `request` itself: it then goes out as it is.
+    private static func carriesOwnCredential(_ request: URLRequest) -> Bool {
+        request.value(forHTTPHeaderField: "Authorization") != nil
+    }
+}
+
+/// A request as every call keys it (``RequestPreparation/keyed(_:)``), with the account its key
+/// holds.
+struct KeyedRequest {
+    var request: URLRequest
+    var account: String?
+}
+
+/// The account a request going out was keyed for.
+enum KeyedAccount {
+    /// Stored under a key made for this account (nil: none): it goes out with that account's
+    /// credential only.
+    case keyed(String?)
+    /// Never stored: it goes out with the current credential, whatever account that is.
+    case unkeyed
+}
+
+/// A request as it goes out (``RequestPreparation/outgoing(_:keyedFor:)``).
+struct Outgoing {
+    let request: URLRequest
+    /// Which credential it carries (see ``Authenticated/generation``); nil for none of the
+    /// authenticator's.
+    let generation: Int?
 }

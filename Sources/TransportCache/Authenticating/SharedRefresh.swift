@@ -1,13 +1,24 @@
 /// One refresh that any number of requests wait for, cancelled when every one of them has left.
+///
+/// Once left by every waiter, or ended (``end()``), it is no longer live: a request arriving then
+/// is not kept waiting for a refresh that is winding down, and is told to ask again.
 final class SharedRefresh: Sendable {
     private struct State: Sendable {
         var result: Result<Void, any Error>?
         var waiters: [Int: CheckedContinuation<Void, any Error>] = [:]
         var nextID = 0
         var task: Task<Void, Never>?
+        /// Every waiter left, or the credential it refreshes was replaced.
+        var isOver = false
     }
 
     private let state = Locked(State())
+
+    /// Whether a request may still wait for it: it has not finished, been left by every waiter or
+    /// been ended.
+    var isLive: Bool {
+        state.withLock { $0.result == nil && !$0.isOver }
+    }
 
     /// Runs `body` as the refresh, in a task of its own.
     func start(_ body: @escaping @Sendable () async throws -> Void) {
@@ -26,12 +37,28 @@ final class SharedRefresh: Sendable {
             }
             for waiter in waiters { waiter.resume(with: result) }
         }
-        state.withLock { $0.task = task }
+        let cancelled = state.withLock { state in
+            state.task = task
+            return state.isOver
+        }
+        if cancelled { task.cancel() }
+    }
+
+    /// Ends the refresh: the credential it refreshes was replaced. Its waiters get
+    /// `CancellationError` without being cancelled themselves, which tells them to ask again.
+    func end() {
+        let (waiters, task) = state.withLock { state in
+            state.isOver = true
+            defer { state.waiters = [:] }
+            return (Array(state.waiters.values), state.task)
+        }
+        task?.cancel()
+        for waiter in waiters { waiter.resume(throwing: CancellationError()) }
     }
 
     /// Returns when the refresh has succeeded, throws its error when it failed, and
-    /// `CancellationError` at once when the calling task is cancelled; the refresh is cancelled
-    /// when no one is left waiting for it.
+    /// `CancellationError` at once when the calling task is cancelled or the refresh is no longer
+    /// live; the refresh is cancelled when no one is left waiting for it.
     func wait() async throws {
         let id = state.withLock { state in
             defer { state.nextID += 1 }
@@ -41,8 +68,11 @@ final class SharedRefresh: Sendable {
             try await withCheckedThrowingContinuation { continuation in
                 let now = state.withLock { state -> (Result<Void, any Error>, Task<Void, Never>?)? in
                     if let result = state.result { return (result, nil) }
+                    if state.isOver { return (.failure(CancellationError()), nil) }
                     if Task.isCancelled {
-                        return (.failure(CancellationError()), state.waiters.isEmpty ? state.task : nil)
+                        guard state.waiters.isEmpty else { return (.failure(CancellationError()), nil) }
+                        state.isOver = true
+                        return (.failure(CancellationError()), state.task)
                     }
                     state.waiters[id] = continuation
                     return nil
@@ -53,9 +83,12 @@ final class SharedRefresh: Sendable {
                 }
             }
         } onCancel: {
-            let (waiter, abandoned) = state.withLock { state in
+            let (waiter, abandoned) = state.withLock {
+                state -> (CheckedContinuation<Void, any Error>?, Task<Void, Never>?) in
                 let waiter = state.waiters.removeValue(forKey: id)
-                return (waiter, waiter != nil && state.waiters.isEmpty ? state.task : nil)
+                guard waiter != nil, state.waiters.isEmpty, state.result == nil else { return (waiter, nil) }
+                state.isOver = true
+                return (waiter, state.task)
             }
             waiter?.resume(throwing: CancellationError())
             abandoned?.cancel()

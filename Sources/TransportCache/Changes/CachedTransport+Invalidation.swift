@@ -6,13 +6,19 @@ import FoundationNetworking
 extension CachedTransport {
     /// Drops what is stored for `request`'s key (every `Vary` variant of it), and announces it.
     ///
-    /// A fetch for the same key that is in flight still answers its callers, but does not write
-    /// its (possibly stale) answer into the store, and later requests do not join it. Runs on the
-    /// caller's thread, without waiting for the actor.
+    /// The request is keyed as ``data(for:)`` keys it (the keyed adapters, the account of the
+    /// current credential), so the plain request a screen holds finds its entry. A fetch for the
+    /// same key that is in flight still answers its callers, but does not write its (possibly
+    /// stale) answer into the store, and later requests do not join it. A request that cannot be
+    /// keyed (an adapter throws, another scheme) drops nothing. Runs on the caller's thread,
+    /// without waiting for the actor.
     public nonisolated func invalidate(_ request: URLRequest) {
-        guard let key = planner.storedKey(of: request) else { return }
-        let url = URL(string: key.url) ?? request.url
-        committer.drop(.keys([key]), announcing: { _ in .invalidated(urls: url.map { [$0] } ?? [], endpoint: nil) })
+        guard let keyed = try? keyed(request), let key = planner.storedKey(of: keyed.request, account: keyed.account)
+        else { return }
+        let url = URL(string: key.url) ?? keyed.request.url
+        committer.drop(
+            .keys([key]),
+            announcing: { _ in .invalidated(urls: url.map { [$0] } ?? [], endpoint: nil) })
     }
 
     /// Drops every stored entry whose URL belongs to `endpoint`, for every method and identity,

@@ -89,8 +89,7 @@ extension CachedTransport {
             // A credential's refresh's own request: never prepared, and never waiting for a refresh.
             started.fetch.bypassesPreparation = true
         }
-        // A caller's request was prepared when it was made; a revalidation's is its entry's, of then.
-        return .launch(launchable(started, preparesAgain: waiter == nil || plan.isRevalidation))
+        return .launch(launchable(started))
     }
 
     /// A fetch to send, once the in-flight lock is released.
@@ -101,22 +100,19 @@ extension CachedTransport {
         /// Whether it asks the origin to confirm a stored entry.
         let isConditional: Bool
         let key: CacheKey
-        /// Whether it goes through the adapters and the credential again before it is sent: a
-        /// request the transport sends on its own account (see ``RequestPreparation``).
-        var preparesAgain: Bool
-        /// Whether, prepared again, it may go out as another identity than its key's: only a
-        /// resend after a refused credential, whose new credential is the same account's.
-        var mayChangeIdentity = false
+        /// Whether it goes out through ``RequestPreparation/outgoing(_:keyedFor:)``: every
+        /// request but a credential refresh's own.
+        let prepares: Bool
     }
 
     /// The launch of a fetch just started, with the request it sends (see ``outgoingRequest(for:)``).
     /// Call with the in-flight lock held.
-    nonisolated func launchable(_ started: (id: Int, fetch: Fetch), preparesAgain: Bool = true) -> Launch {
+    nonisolated func launchable(_ started: (id: Int, fetch: Fetch)) -> Launch {
         let request = outgoingRequest(for: started.fetch)
         return Launch(
             id: started.id, request: request, reason: started.fetch.reason,
             isConditional: started.fetch.revalidating != nil, key: started.fetch.key,
-            preparesAgain: preparesAgain && !started.fetch.bypassesPreparation)
+            prepares: !started.fetch.bypassesPreparation)
     }
 
     /// The request `fetch` sends: its starter's, made conditional on the stored entry when there
@@ -141,7 +137,7 @@ extension CachedTransport {
     nonisolated func launch(_ launch: Launch) {
         guard let url = launch.request.url else { return }
         let interval = reporter.fetchStarted(url, reason: launch.reason, conditional: launch.isConditional)
-        if launch.preparesAgain, let preparation {
+        if launch.prepares, let preparation, preparation.decoratesOutgoing {
             launchPrepared(launch, by: preparation, interval: interval)
         } else {
             send(launch.request, of: launch.id, interval: interval)

@@ -17,7 +17,8 @@ final class Fetch: @unchecked Sendable {
     /// numbers a fetch when it is sent, a refreshes' fetch waiting behind another included).
     var order: Int
     let key: CacheKey
-    /// The request that started it; the one sent to the origin.
+    /// The request that started it, as every call keys it (``RequestPreparation/keyed(_:)``);
+    /// what goes out is made from it for each attempt.
     let request: URLRequest
     /// Why it was started: its starter's reason, ``CacheOutcome/FetchReason/backgroundRevalidation``
     /// for a background revalidation.
@@ -52,9 +53,9 @@ final class Fetch: @unchecked Sendable {
     var load: (any NetworkLoad)?
     /// When its current attempt was sent: the request time of HTTP's age calculation.
     var requestTime: Date
-    /// The request last sent with a credential the transport prepared again (a request of the
-    /// transport's own, a resend after a refusal); nil while it is ``request``.
-    var sentRequest: URLRequest?
+    /// What its last attempt sent, and which credential that carried; nil until one went out
+    /// through ``RequestPreparation/outgoing(_:keyedFor:)``.
+    var sent: Outgoing?
     /// Started by a credential's refresh (see ``Credentials``): its requests, retries and resends
     /// included, go past the adapters and the authenticator, and a refusal is its answer.
     var bypassesPreparation = false

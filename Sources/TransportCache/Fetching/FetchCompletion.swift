@@ -83,8 +83,8 @@ extension CachedTransport {
         refused: Bool = false, in machine: inout FetchStateMachine
     ) -> CompletionAction {
         guard let fetch = machine.fetches[fetchID] else { return .none }  // Every caller left.
-        if refused, let (request, credentials) = reauthentication(of: fetch) {
-            fetch.load = reauthenticateThenResend(fetchID, refused: request, by: credentials)
+        if refused, let (request, generation, credentials) = reauthentication(of: fetch) {
+            fetch.load = reauthenticateThenResend(fetchID, refused: request, at: generation, by: credentials)
             return .none
         }
         if let delay = retryDelay(of: fetch, after: result) {
@@ -97,7 +97,7 @@ extension CachedTransport {
             return .resend(
                 Launch(
                     id: fetchID, request: fetch.request, reason: fetch.reason, isConditional: false, key: fetch.key,
-                    preparesAgain: true))
+                    prepares: !fetch.bypassesPreparation))
         }
         guard let completed = machine.complete(fetchID, requestTime: planner.policy.clock.date) else { return .none }
         var callers = CallerAnswers(completed.waiters, of: fetch, duration: duration)
@@ -224,9 +224,7 @@ extension CachedTransport {
         // representations of their own.
         return Vary.groups(unmatched, varyingOn: vary, fields: { $0.request.allHTTPHeaderFields }).map { group in
             store.record { $0.networkFetches += 1 }
-            // Their own requests, prepared when they were made.
-            return launchable(
-                machine.restart(group, from: fetch, requestTime: planner.policy.clock.date), preparesAgain: false)
+            return launchable(machine.restart(group, from: fetch, requestTime: planner.policy.clock.date))
         }
     }
 
@@ -234,8 +232,7 @@ extension CachedTransport {
     /// now sent, and counted as a network fetch. Call with the in-flight lock held.
     nonisolated func launchQueued(_ next: (id: Int, fetch: Fetch)) -> Launch {
         store.record { $0.networkFetches += 1 }
-        // The refreshes' own request, prepared when the first of them was made.
-        return launchable(next, preparesAgain: false)
+        return launchable(next)
     }
 
     /// How long `fetch` waits before its next attempt after its current one ended with `result`,

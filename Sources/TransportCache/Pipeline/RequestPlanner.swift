@@ -36,16 +36,18 @@ final class RequestPlanner: Sendable {
         self.maximumQueryBodySize = maximumQueryBodySize
     }
 
-    /// The plan for `request`; `refreshing` for ``CachedTransport/refresh(_:)``.
+    /// The plan for `request`, a request ``RequestPreparation/keyed(_:)`` made, of `account`;
+    /// `refreshing` for ``CachedTransport/refresh(_:)``.
     /// - Throws: `URLError(.badURL)` for a request without a URL.
-    func plan(_ request: URLRequest, refreshing: Bool = false) throws -> Plan {
+    func plan(_ request: URLRequest, account: String? = nil, refreshing: Bool = false) throws -> Plan {
         guard let url = request.url else {
             store.record { $0.requests += 1 }
             throw URLError(.badURL).carrying(CacheOutcome(source: .passedThrough(.notHTTP)))
         }
         let method = request.httpMethod ?? "GET"
         let fields = request.allHTTPHeaderFields
-        guard var key = CacheKey(request, method: method, url: url, fields: fields, keyHeaders: keyHeaders) else {
+        guard var key = CacheKey(method: method, url: url, fields: fields, account: account, keyHeaders: keyHeaders)
+        else {
             return send(request, url: url, because: .notHTTP)
         }
         if method != "GET" && method != "HEAD" {
@@ -163,11 +165,15 @@ final class RequestPlanner: Sendable {
             reason: .revalidation, acceptance: .transportRules, isObserved: false)
     }
 
-    /// The key `request` is stored under, or nil when such a request is never stored (another
-    /// method than a query's, another scheme, no URL).
-    func storedKey(of request: URLRequest) -> CacheKey? {
-        guard let url = request.url, let key = CacheKey(request, keyHeaders: keyHeaders) else { return nil }
+    /// The key `request`, a request ``RequestPreparation/keyed(_:)`` made, of `account`, is
+    /// stored under, or nil when such a request is never stored (another method than a query's,
+    /// another scheme, no URL).
+    func storedKey(of request: URLRequest, account: String?) -> CacheKey? {
         let method = request.httpMethod ?? "GET"
+        guard let url = request.url,
+            let key = CacheKey(
+                method: method, url: url, fields: request.allHTTPHeaderFields, account: account, keyHeaders: keyHeaders)
+        else { return nil }
         if method == "GET" || method == "HEAD" { return key }
         guard case .keyed(let queryKey) = query(request, method: method, url: url, key: key) else { return nil }
         return queryKey

@@ -33,11 +33,19 @@ struct CacheKey: Hashable, Sendable {
         self.digest = digest.value
     }
 
-    /// The account the request belongs to (``CachedTransport/Configuration/partition``), kept in
-    /// ``identity`` in place of its `Authorization` and `Cookie` values; nil without one.
+    /// The partition the request belongs to (``Credentials/init(_:credential:limit:partition:)``),
+    /// kept in ``identity`` behind its marker; nil without one.
     var partition: String? {
-        for case let value? in identity where value.hasPrefix(KeyHeaders.partitionPrefix) {
-            return String(value.dropFirst(KeyHeaders.partitionPrefix.count))
+        guard let account, account.hasPrefix(KeyHeaders.partitionPrefix) else { return nil }
+        return String(account.dropFirst(KeyHeaders.partitionPrefix.count))
+    }
+
+    /// The account the key was made for (see ``KeyHeaders/identity(fields:account:)``): the
+    /// marker of a partition or of a credential the app set; nil for a request keyed by its own
+    /// headers only. A query's body follows it.
+    var account: String? {
+        for case let value? in identity.reversed() where value.hasPrefix(KeyHeaders.accountMarker) {
+            return value
         }
         return nil
     }
@@ -104,45 +112,46 @@ struct KeyDigest {
     }
 }
 
-/// The request headers that join the key, lowercased and sorted so keys are stable, and the
-/// partition that replaces the credentials among them.
+/// The request headers that join the key, lowercased and sorted so keys are stable.
 struct KeyHeaders: Sendable {
     static let standard = ["accept", "accept-language", "authorization", "cookie"]
-    /// The headers a partition stands for.
-    static let credentials = ["authorization", "cookie"]
 
     let names: [String]
-    /// ``CachedTransport/Configuration/partition``.
-    let partition: (@Sendable (URLRequest) -> String?)?
 
-    init(extra: some Sequence<String>, partition: (@Sendable (URLRequest) -> String?)? = nil) {
+    init(extra: some Sequence<String>) {
         var all = Set(Self.standard)
         for name in extra { all.insert(name.lowercased()) }
         names = all.sorted()
-        self.partition = partition
     }
 
-    /// What marks a partition among the identity values: a header value holds no control
-    /// character, so no header's value can pass for a partition.
+    /// What begins an account among the identity values: a header value holds no control
+    /// character, so no header's value can pass for an account.
+    static let accountMarker = "\u{0}"
+    /// The account of a declared partition: this, then the partition's name.
     static let partitionPrefix = "\u{0}partition "
+    /// The account of a credential the app set, without partitions: this, then a number that
+    /// credential and its refreshes share, and no other.
+    static let credentialPrefix = "\u{0}credential "
 
-    /// The identity of `request`, whose header fields are `fields`: the values of the key headers,
-    /// and, when the request has a partition, that partition in place of its credentials' values.
+    /// The identity of a request whose header fields are `fields`, made for `account` (see
+    /// ``RequestPreparation/keyed(_:)``): the values of the key headers, then the account when
+    /// there is one.
     @inline(__always)
-    func identity(of request: URLRequest, fields: [String: String]?) -> [String?] {
-        guard let partition else { return values(in: fields) }
-        return identity(of: request, fields: fields, partition: partition)
+    func identity(fields: [String: String]?, account: String?) -> [String?] {
+        guard let account else { return values(in: fields) }
+        return identity(fields: fields, appending: account)
     }
 
     @inline(never)
-    private func identity(
-        of request: URLRequest, fields: [String: String]?, partition: (URLRequest) -> String?
-    ) -> [String?] {
+    private func identity(fields: [String: String]?, appending account: String) -> [String?] {
         var values = values(in: fields)
-        guard let declared = partition(request) else { return values }
-        if values.isEmpty { values = Array(repeating: nil, count: names.count) }
-        for (position, name) in names.enumerated() where Self.credentials.contains(name) { values[position] = nil }
-        return values + [Self.partitionPrefix + declared]
+        if values.isEmpty {
+            values = Array(repeating: nil, count: names.count + 1)
+            values[names.count] = account
+        } else {
+            values.append(account)
+        }
+        return values
     }
 
     /// The values of the key headers in `fields`, aligned with ``names``; empty when none is set.
@@ -171,18 +180,19 @@ struct KeyHeaders: Sendable {
 }
 
 extension CacheKey {
-    /// The key of `request`, sent with `method` to `url` with header fields `fields`, or nil for
-    /// another scheme or a URL that cannot be normalised. Every key of a request is made here.
-    init?(_ request: URLRequest, method: String, url: URL, fields: [String: String]?, keyHeaders: KeyHeaders) {
+    /// The key of `request`, sent with `method` to `url` with header fields `fields` for
+    /// `account`, or nil for another scheme or a URL that cannot be normalised. Every key of a
+    /// request is made here.
+    init?(method: String, url: URL, fields: [String: String]?, account: String?, keyHeaders: KeyHeaders) {
         guard let normalized = URLNormalization.normalized(url, httpOnly: true) else { return nil }
-        self.init(method: method, url: normalized, identity: keyHeaders.identity(of: request, fields: fields))
+        self.init(method: method, url: normalized, identity: keyHeaders.identity(fields: fields, account: account))
     }
 
-    /// The key of `request`; see ``init(_:method:url:fields:keyHeaders:)``.
-    init?(_ request: URLRequest, keyHeaders: KeyHeaders) {
+    /// The key of `request` for `account`; see ``init(method:url:fields:account:keyHeaders:)``.
+    init?(_ request: URLRequest, account: String? = nil, keyHeaders: KeyHeaders) {
         guard let url = request.url else { return nil }
         self.init(
-            request, method: request.httpMethod ?? "GET", url: url, fields: request.allHTTPHeaderFields,
+            method: request.httpMethod ?? "GET", url: url, fields: request.allHTTPHeaderFields, account: account,
             keyHeaders: keyHeaders)
     }
 }

@@ -252,34 +252,20 @@ extension CachedTransport {
         /// Default: ``CacheClock/continuous``.
         public var clock: CacheClock = .continuous
 
-        /// Adapters run in order on every request before its key is built, and again before
-        /// every request the transport sends on its own account (see ``RequestAdapter``).
+        /// Adapters of requests: the keyed ones run on every call before its key is built, the
+        /// sending ones on every request that goes to the network, the transport's own included
+        /// (see ``RequestAdapter``).
         ///
         /// Default: none.
         public var requestAdapters: [RequestAdapter] = []
 
-        /// The account a request belongs to, read from the request as the adapters and the
-        /// credential made it; nil for a request of no account.
-        ///
-        /// A request with a partition is keyed by it instead of by its `Authorization` and `Cookie`
-        /// values: a new token of the same account keeps every entry of the account, and two
-        /// partitions never share an entry, a fetch in flight, a query's answer, a revalidation or
-        /// a decoded value. ``CachedTransport/signOut(partition:)`` drops all of one partition.
-        /// Without a partition a request is keyed by its credentials, as by default.
-        ///
-        /// Read the partition from the request itself (a header your adapter or authenticator
-        /// sets from the same credential), not from app state that may change between the two: the
-        /// key and the credential then always belong to the same account.
-        ///
-        /// Default: nil (no partitions).
-        public var partition: (@Sendable (URLRequest) -> String?)?
-
         /// The app's credentials (see ``authenticate(with:)``).
         var credentials: (any CredentialApplying)?
 
-        /// Puts the current credential of `credentials` on every request before its key is built,
-        /// after the ``requestAdapters``, and refreshes it once for any number of refused requests
-        /// (see ``Credentials``).
+        /// Puts the current credential of `credentials` on every request that goes to the network,
+        /// after the ``requestAdapters``, keys every request by the credential's account (its
+        /// partition, when ``Credentials`` declares them), and refreshes it once for any number of
+        /// refused requests (see ``Credentials``).
         public mutating func authenticate<Authenticating: Authenticator>(with credentials: Credentials<Authenticating>)
         {
             self.credentials = credentials

@@ -53,8 +53,9 @@ public actor CachedTransport {
     /// The fetches in flight and their callers. Every change to the store holds this lock too, so
     /// that an invalidation and a fetch's store never interleave.
     let inFlight: Locked<FetchStateMachine>
-    /// The adapters and credentials every request goes through before it is keyed
-    /// (``Configuration/requestAdapters``, ``Configuration/authenticate(with:)``); nil without any.
+    /// The one boundary every request crosses (``Configuration/requestAdapters``,
+    /// ``Configuration/authenticate(with:)``): keyed by every call, decorated when it goes out;
+    /// nil without adapters or credentials.
     nonisolated let preparation: RequestPreparation?
     /// Polls the endpoints streams watch (``Configuration/refreshIntervals``).
     nonisolated let poller: Poller
@@ -106,7 +107,7 @@ public actor CachedTransport {
 
     /// Makes a transport that loads through `loader` (an in-process origin, for tests).
     package init(configuration: Configuration, loader: any NetworkLoading) {
-        let keyHeaders = KeyHeaders(extra: configuration.keyHeaders, partition: configuration.partition)
+        let keyHeaders = KeyHeaders(extra: configuration.keyHeaders)
         let policy = FreshnessPolicy(configuration)
         let store = ResponseStore(
             memoryCapacity: configuration.memoryCapacity,
@@ -127,7 +128,7 @@ public actor CachedTransport {
         )
         self.configuration = configuration
         self.loader = loader
-        preparation = RequestPreparation(configuration)
+        preparation = RequestPreparation(configuration, keyHeaders: keyHeaders)
         retryPolicy = configuration.retryPolicy
         self.inFlight = inFlight
         poller = Poller(intervals: configuration.refreshIntervals, clock: configuration.clock)
@@ -190,21 +191,24 @@ public actor CachedTransport {
     ///   Each `URLError` carries the outcome of the attempt as `error.cacheOutcome`; a
     ///   `CancellationError`, Swift's own, carries none.
     public nonisolated(nonsending) func data(for request: URLRequest) async throws -> (Data, URLResponse) {
-        if let preparation { return try await answer(try await preparation.prepare(request)) }
-        return try await answer(request)
-    }
-
-    /// ``data(for:)`` of a request the adapters and credentials have made the app's own.
-    @inline(__always)
-    private nonisolated(nonsending) func answer(_ request: URLRequest) async throws -> (Data, URLResponse) {
-        let plan = try planner.plan(request)
+        let keyed = try keyed(request)
+        let plan = try planner.plan(keyed.request, account: keyed.account)
         // A hit returns without entering another async function, whose frame would come from the
         // task allocator: the path that must cost least runs as plain calls.
         if case .memory(let answer) = plan {
-            if answer.isObserved { reporter.answered(request.url, answer.response) }
-            return answered(answer, to: request)
+            if answer.isObserved { reporter.answered(keyed.request.url, answer.response) }
+            return answered(answer, to: keyed.request)
         }
-        return try await perform(plan, of: request)
+        return try await perform(plan, of: keyed.request)
+    }
+
+    /// `request` as every call that takes a request or makes a key sees it: the one boundary
+    /// (``RequestPreparation/keyed(_:)``). Synchronous, so a read that cannot wait keys a
+    /// request exactly as a fetch of it does.
+    @inline(__always)
+    nonisolated func keyed(_ request: URLRequest) throws -> KeyedRequest {
+        guard let preparation else { return KeyedRequest(request: request, account: nil) }
+        return try preparation.keyed(request)
     }
 
     /// Loads `request` as ``data(for:)`` does, and returns the answer with its ``CacheOutcome``:
@@ -241,14 +245,14 @@ public actor CachedTransport {
     public nonisolated(nonsending) func data(for request: URLRequest, tags: Set<String>) async throws -> (
         Data, URLResponse
     ) {
-        let request = try await preparation?.prepare(request) ?? request
-        let plan = try planner.plan(request)
+        let keyed = try keyed(request)
+        let plan = try planner.plan(keyed.request, account: keyed.account)
         if !tags.isEmpty, let key = plan.storedKey, store.tag(key, with: tags) {
             // The fetches in flight are read first (the in-flight lock comes before the store's),
             // and only when the index needs pruning: a tagged hit takes no other lock.
             inFlight.withLock { machine in store.pruneTags(keeping: machine.keysInFlight.union([key])) }
         }
-        return try await perform(plan, of: request)
+        return try await perform(plan, of: keyed.request)
     }
 
     /// Loads `url` with a plain GET request; see ``data(for:)``.
@@ -267,8 +271,13 @@ public actor CachedTransport {
     /// the next fetch, sent when that one ends, and share it: any number of concurrent refreshes
     /// of one key reach the origin at most twice. A refresh cancelled while it waits leaves at once.
     public nonisolated(nonsending) func refresh(_ request: URLRequest) async throws -> (Data, URLResponse) {
-        let request = try await preparation?.prepare(request) ?? request
-        return try await perform(try planner.plan(request, refreshing: true), of: request)
+        try await refresh(try keyed(request))
+    }
+
+    /// ``refresh(_:)`` of a request already keyed: an entry's own, refetched as it was keyed.
+    nonisolated(nonsending) func refresh(_ keyed: KeyedRequest) async throws -> (Data, URLResponse) {
+        try await perform(
+            try planner.plan(keyed.request, account: keyed.account, refreshing: true), of: keyed.request)
     }
 
     /// Hands over a stored answer to `request`, starting its background revalidation when it was
@@ -395,7 +404,7 @@ public actor CachedTransport {
         let sentAt = ContinuousClock.now
         let answer: (Data, URLResponse)
         do {
-            answer = try await resendingIfRefused(plan, answer: try await loader.load(plan.request))
+            answer = try await sendAuthenticated(plan.request)
         } catch {
             if Task.isCancelled { throw CancellationError() }
             let outcome = CacheOutcome(source: .passedThrough(plan.reason), networkDuration: .now - sentAt)

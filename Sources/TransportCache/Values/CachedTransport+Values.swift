@@ -102,8 +102,13 @@ extension CachedTransport {
         for request: URLRequest,
         decoder: any ResponseDecoding = CachedTransport.defaultDecoder
     ) -> AsyncThrowingStream<Value, any Error> {
-        guard let url = request.url else {
-            return AsyncThrowingStream { $0.finish(throwing: URLError(.badURL)) }
+        // Watched under the URL every call keys it by (a keyed adapter may rewrite it).
+        let url: URL
+        do {
+            guard let keyed = try keyed(request).request.url else { throw URLError(.badURL) }
+            url = keyed
+        } catch {
+            return AsyncThrowingStream { $0.finish(throwing: error) }
         }
         // Registered before the first value is loaded, so no change after this call is missed.
         let changes = changes(for: .url(url))
@@ -183,7 +188,10 @@ extension CachedTransport {
         for request: URLRequest,
         decoder: any ResponseDecoding
     ) throws -> CachedValueLookup<Value> {
-        guard case .memory(let answer) = try planner.plan(request), let url = request.url else { return .none }
+        let keyed = try keyed(request)
+        let request = keyed.request
+        guard case .memory(let answer) = try planner.plan(request, account: keyed.account), let url = request.url
+        else { return .none }
         if answer.isObserved { reporter.answered(url, answer.response) }
         _ = answered(answer, to: request)
         let outcome = answer.response.cacheOutcome ?? CacheOutcome(source: .memory(answer.reason))
@@ -214,8 +222,9 @@ extension CachedTransport {
         for request: URLRequest,
         decoder: any ResponseDecoding
     ) async throws -> (value: Value, data: Data) {
-        let request = try await preparation?.prepare(request) ?? request
-        let plan = try planner.plan(request)
+        let keyed = try keyed(request)
+        let request = keyed.request
+        let plan = try planner.plan(request, account: keyed.account)
         // Present: the plan throws for a request without a URL.
         guard let url = request.url else { throw URLError(.badURL) }
         let valueKey = DecodedValueKey(type, decoder: decoder)

@@ -138,7 +138,8 @@ extension CachedTransport {
     ///   was invalidated or a newer answer came meanwhile. False when the refetch failed or its
     ///   answer was refused: the provisional answer then stays.
     private nonisolated(nonsending) func refetch(_ provisional: StoredResponse) async -> Bool {
-        guard let (_, response) = try? await refresh(provisional.request) else { return false }
+        let keyed = KeyedRequest(request: provisional.request, account: provisional.key.account)
+        guard let (_, response) = try? await refresh(keyed) else { return false }
         switch response.cacheOutcome?.storage {
         case .stored: return true
         case .notStored(let reason): return !reason.refusesAnswer
@@ -168,9 +169,11 @@ extension CachedTransport {
     }
 
     /// The entry `answer` makes, checked before anything is written.
+    /// The request is keyed as ``data(for:)`` keys it, so the entry is the one its reads find.
     private nonisolated func entry(for answer: ProvisionalAnswer) throws -> StoredResponse {
-        let request = answer.request
-        guard let url = request.url, let key = planner.storedKey(of: request) else {
+        let keyed = try keyed(answer.request)
+        let request = keyed.request
+        guard let url = request.url, let key = planner.storedKey(of: request, account: keyed.account) else {
             throw LocalWriteError.notCacheable(request.url)
         }
         let response: URLResponse =

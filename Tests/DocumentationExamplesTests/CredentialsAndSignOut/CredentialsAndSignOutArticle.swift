@@ -20,7 +20,9 @@ func credentialsAndSignOutArticle(api: AuthAPI, savedSession: UserSession) {
     configuration.authenticate(with: credentials)
     let transport = CachedTransport(configuration: configuration)
 
-    configuration.partition = { $0.value(forHTTPHeaderField: "X-User") }
+    let partitioned = Credentials(
+        TokenAuthenticator(api: api), credential: savedSession, partition: { $0.userID })
+    _ = partitioned
 
     credentials.credential = nil
     transport.signOut(partition: savedSession.userID)

@@ -32,16 +32,18 @@ struct TokenAuthenticator: Authenticator {
     }
 }
 
-let credentials = Credentials(TokenAuthenticator(api: api), credential: savedSession)
+let credentials = Credentials(
+    TokenAuthenticator(api: api), credential: savedSession,
+    partition: { $0.userID })                         // entries outlive a token; sign-out by user
 var configuration = CachedTransport.Configuration()
 configuration.authenticate(with: credentials)
-configuration.partition = { $0.value(forHTTPHeaderField: "X-User") }   // entries outlive a token
 configuration.requestAdapters = [
-    RequestAdapter { request in
+    .keyed { $0.setValue("de", forHTTPHeaderField: "Accept-Language") },   // shapes the key
+    RequestAdapter { request in                                           // only what goes out
         var request = request
         request.setValue("4.2", forHTTPHeaderField: "X-App-Version")
         return request
-    }
+    },
 ]
 let transport = CachedTransport(configuration: configuration)
 
