@@ -32,12 +32,18 @@ hit=$(instructions hit)
 lookup=$(instructions dictionary)
 listening=$(instructions hit-listening)
 adapter=$(instructions hit-adapter)
-python3 - "$hit" "$lookup" "$listening" "$adapter" "$count" <<'PY'
+keyed=$(instructions hit-keyed-adapter)
+authenticator=$(instructions hit-authenticator)
+partitions=$(instructions hit-partitions)
+python3 - "$hit" "$lookup" "$listening" "$adapter" "$keyed" "$authenticator" "$partitions" "$count" <<'PY'
 import sys
-hit, lookup, listening, adapter, count = (int(value) for value in sys.argv[1:])
+hit, lookup, listening, adapter, keyed, authenticator, partitions, count = (int(value) for value in sys.argv[1:])
 print(f"instructions per hit: {hit / count:.0f}")
 print(f"instructions per Dictionary<String, Data> lookup: {lookup / count:.0f}")
 print(f"ratio: {hit / lookup:.1f}x")
 print(f"instructions per hit with one events() listener: {listening / count:.0f}")
-print(f"instructions per hit with one request adapter adding a header: {adapter / count:.0f}")
+print(f"instructions per hit with one sending adapter adding a header: {adapter / count:.0f} ({adapter / hit:.2f}x)")
+print(f"instructions per hit with one keyed adapter adding a header: {keyed / count:.0f} ({keyed / hit:.2f}x)")
+print(f"instructions per hit with an authenticator: {authenticator / count:.0f} ({authenticator / hit:.2f}x)")
+print(f"instructions per hit with an authenticator and partitions: {partitions / count:.0f} ({partitions / hit:.2f}x)")
 PY

@@ -147,8 +147,8 @@ public func timedMissPair(
     return (plainTime, missTime)
 }
 
-/// A configuration whose one request adapter adds a header that is not part of the key, as an app
-/// adding its version to every request would.
+/// A configuration whose one sending adapter adds a header that is not part of the key, as an app
+/// adding its version to every request would: it runs only on requests that go out.
 public func adapterConfiguration() -> CachedTransport.Configuration {
     var configuration = CachedTransport.Configuration()
     configuration.requestAdapters = [
@@ -159,4 +159,35 @@ public func adapterConfiguration() -> CachedTransport.Configuration {
         }
     ]
     return configuration
+}
+
+/// A configuration whose one keyed adapter adds a header, which runs on every call, a hit included.
+public func keyedAdapterConfiguration() -> CachedTransport.Configuration {
+    var configuration = CachedTransport.Configuration()
+    configuration.requestAdapters = [.keyed { $0.setValue("4.2", forHTTPHeaderField: "X-App-Version") }]
+    return configuration
+}
+
+/// A configuration with a bearer token's credentials, in the user's partition when `partitioned`.
+public func credentialsConfiguration(partitioned: Bool) -> CachedTransport.Configuration {
+    var configuration = CachedTransport.Configuration()
+    configuration.authenticate(
+        with: Credentials(
+            BearerAuthenticator(), credential: "user-1", partition: partitioned ? { _ in "user" } : nil))
+    return configuration
+}
+
+/// Puts `Authorization: Bearer <token>` on requests; a refresh keeps the token.
+public struct BearerAuthenticator: Authenticator {
+    public init() {}
+
+    public func apply(_ token: String, to request: inout URLRequest) {
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+    }
+
+    public func refresh(_ token: String) async throws -> String { token }
+
+    public func isRequest(_ request: URLRequest, authenticatedWith token: String) -> Bool {
+        request.value(forHTTPHeaderField: "Authorization") == "Bearer \(token)"
+    }
 }

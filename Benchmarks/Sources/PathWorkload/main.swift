@@ -13,7 +13,12 @@ import TransportCache
 //     PathWorkload hit 100000          100,000 hits, over 1,000 stored entries in turn
 //     PathWorkload hit-listening 100000
 //                                      the same with one events() listener reading every event
-//     PathWorkload hit-adapter 100000  the same through one request adapter that adds a header
+//     PathWorkload hit-adapter 100000  the same through one sending adapter that adds a header
+//     PathWorkload hit-keyed-adapter 100000
+//                                      the same through one keyed adapter that adds a header
+//     PathWorkload hit-authenticator 100000
+//                                      the same with a bearer token's credentials (and
+//                                      hit-partitions: in a partition)
 //     PathWorkload dictionary 100000   100,000 Dictionary<String, Data> lookups, the same way
 //     PathWorkload hot-hit 100000      100,000 hits on one entry, as the benchmark (and hot-dictionary)
 //     PathWorkload miss 2000           2,000 misses, each a new URL
@@ -38,7 +43,7 @@ let arguments = CommandLine.arguments.dropFirst()
 guard let mode = arguments.first, let count = arguments.dropFirst().first.flatMap(Int.init) else {
     FileHandle.standardError.write(
         Data(
-            "usage: PathWorkload hit|hit-listening|hit-adapter|dictionary|hot-hit|hot-dictionary|miss|plain-miss|miss-alternating|slow-miss|plain-slow-miss|coalesce|coalesce-warm|floor COUNT [ROUNDS]\n"
+            "usage: PathWorkload hit|hit-listening|hit-adapter|hit-keyed-adapter|hit-authenticator|hit-partitions|dictionary|hot-hit|hot-dictionary|miss|plain-miss|miss-alternating|slow-miss|plain-slow-miss|coalesce|coalesce-warm|floor COUNT [ROUNDS]\n"
                 .utf8))
     exit(2)
 }
@@ -114,11 +119,18 @@ func run() async throws {
     let clock = ContinuousClock()
     var elapsed = Duration.zero
     switch mode {
-    case "hit", "hit-listening", "hit-adapter":
+    case "hit", "hit-listening", "hit-adapter", "hit-keyed-adapter", "hit-authenticator", "hit-partitions":
         // As in the benchmark, 1,000 stored entries; each is asked for in turn, so that the count
         // does not depend on how one key's hash happens to fall (the origin's port changes it).
-        // `hit-adapter`: through one request adapter that adds a header.
-        let transport = CachedTransport(configuration: mode == "hit-adapter" ? adapterConfiguration() : .init())
+        let configuration =
+            switch mode {
+            case "hit-adapter": adapterConfiguration()
+            case "hit-keyed-adapter": keyedAdapterConfiguration()
+            case "hit-authenticator": credentialsConfiguration(partitioned: false)
+            case "hit-partitions": credentialsConfiguration(partitioned: true)
+            default: CachedTransport.Configuration()
+            }
+        let transport = CachedTransport(configuration: configuration)
         let all = requests(on: origin, count: 1_000)
         try await prime(transport, with: all)
         // Hits need no origin; stopped, its timers do not run during the count.

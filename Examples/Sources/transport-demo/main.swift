@@ -188,10 +188,10 @@ print(
 
 // 6. The app's credentials: the token expires while twenty screens load, then the user signs out.
 let tokens = OriginTokens(tokenURL: origin.url("/token"))
-let credentials = Credentials(tokens, credential: OriginAccount(name: "ada", token: await origin.currentToken))
+let credentials = Credentials(
+    tokens, credential: OriginAccount(name: "ada", token: await origin.currentToken), partition: { $0.name })
 var accountConfiguration = CachedTransport.Configuration()
 accountConfiguration.authenticate(with: credentials)
-accountConfiguration.partition = { $0.value(forHTTPHeaderField: "X-Account") }
 let accountTransport = CachedTransport(configuration: accountConfiguration)
 tokens.use(accountTransport)
 let inbox = origin.url("/inbox?token=1&stable=1")

@@ -16,10 +16,10 @@ struct AuthenticationEndToEndTests {
         limit: RefreshLimit = RefreshLimit()
     ) -> (tokens: OriginTokens, credentials: Credentials<OriginTokens>, transport: CachedTransport) {
         let tokens = OriginTokens(tokenURL: origin.url(tokenPath))
-        let credentials = Credentials(tokens, credential: OriginAccount(name: account, token: token), limit: limit)
+        let credentials = Credentials(
+            tokens, credential: OriginAccount(name: account, token: token), limit: limit, partition: { $0.name })
         var configuration = CachedTransport.Configuration()
         configuration.authenticate(with: credentials)
-        configuration.partition = { $0.value(forHTTPHeaderField: "X-Account") }
         // Room for twenty requests held at the origin at once (six per host by default).
         let session = URLSessionConfiguration.ephemeral
         session.httpMaximumConnectionsPerHost = 32
@@ -148,31 +148,38 @@ struct AuthenticationEndToEndTests {
     @Test("two accounts never share an entry, a fetch in flight, a query's answer or a revalidation")
     func partitionsShareNothing() async throws {
         try await withOrigin { origin async throws in
+            let tokens = OriginTokens(tokenURL: origin.url("/token"))
+            let credentials = Credentials(
+                tokens, credential: OriginAccount(name: "alice", token: "same"), partition: { $0.name })
             var configuration = CachedTransport.Configuration()
-            configuration.partition = { $0.value(forHTTPHeaderField: "X-Account") }
+            configuration.authenticate(with: credentials)
             configuration.queryEndpoints = [.pathPrefix("/search")]
             configuration.minimumRevalidationInterval = .zero
             let transport = CachedTransport(configuration: configuration)
-            func get(_ account: String) -> URLRequest {
-                request(origin.url("/feed?gate=1"), headers: ["X-Account": account, "Authorization": "Bearer same"])
-            }
+            // The same plain request and the same token: only the account tells them apart.
+            let feed = request(origin.url("/feed?gate=1"))
             await origin.closeGate()
-            let alice = Task { try await transport.data(for: get("alice")).0 }
-            let bob = Task { try await transport.data(for: get("bob")).0 }
+            let alice = Task { try await transport.data(for: feed).0 }
+            await origin.waitForHits("/feed?gate=1", count: 1)
+            credentials.credential = OriginAccount(name: "bob", token: "same")
+            let bob = Task { try await transport.data(for: feed).0 }
             await origin.waitForHits("/feed?gate=1", count: 2)
             #expect(transport.statistics.coalescedJoins == 0)
             await origin.openGate()
             #expect(try await alice.value != bob.value)
 
             for account in ["alice", "bob"] {
-                var query = request(origin.url("/search"), method: "POST", headers: ["X-Account": account])
+                credentials.credential = OriginAccount(name: account, token: "same")
+                var query = request(origin.url("/search"), method: "POST")
                 query.httpBody = Data("q=1".utf8)
                 _ = try await transport.data(for: query)
             }
             #expect(await origin.hits("/search") == 2)
+            #expect(Set(transport.snapshot().entries.compactMap(\.partition)) == ["alice", "bob"])
+            // Bob is signed in: his entries are revalidated, alice's never go out with his token.
             let summary = await transport.revalidateAll()
-            #expect(summary.revalidated == 4)
-            #expect(await origin.hits("/feed?gate=1") == 4)
+            #expect(summary.revalidated == 4 && summary.failed == 2)
+            #expect(await origin.hits("/feed?gate=1") == 3)
         }
     }
 

@@ -128,8 +128,9 @@ final class PreparedLoad: NetworkLoad {
 }
 
 extension CachedTransport {
-    /// Signs `partition` out (see ``Configuration/partition``): nothing of it is left in memory or
-    /// in flight.
+    /// Signs `partition` out (see ``Credentials/init(_:credential:limit:partition:)``): nothing of
+    /// it is left in memory or in flight, whatever call wrote it (a fetch, ``store(_:)``, an
+    /// optimistic update), and a refresh of its credential under way ends.
     ///
     /// Its entries, their decoded values and the tags naming them are dropped and announced as
     /// ``CacheChange/invalidated(urls:endpoint:)``; its pending optimistic updates are forgotten (no

@@ -36,6 +36,9 @@ public struct CacheSnapshot: Sendable, CustomStringConvertible {
         public let hits: Int
         /// The types decoded from it and kept by decoded-value calls, most recently used first.
         public let decodedTypes: [String]
+        /// The partition it belongs to (``Credentials/init(_:credential:limit:partition:)``): what
+        /// ``CachedTransport/signOut(partition:)`` drops; nil for none.
+        public let partition: String?
 
         /// True when it is within its freshness lifetime.
         public var isFresh: Bool { freshnessLifetime.map { age < $0 } ?? true }
@@ -56,7 +59,8 @@ public struct CacheSnapshot: Sendable, CustomStringConvertible {
             if let entityTag = entry.entityTag { validators.append("ETag \(entityTag)") }
             if entry.lastModified != nil { validators.append("Last-Modified") }
             return [
-                (entry.method == "GET" ? "" : "\(entry.method) ") + entry.url.absoluteString,
+                (entry.partition.map { "[\($0)] " } ?? "") + (entry.method == "GET" ? "" : "\(entry.method) ")
+                    + entry.url.absoluteString,
                 variant,
                 Self.seconds(entry.age),
                 entry.freshnessLifetime.map(Self.seconds) ?? "-",
@@ -141,7 +145,8 @@ private struct HeldVariant {
             lastModified: stored.lastModified,
             bytes: stored.data.count,
             hits: hits,
-            decodedTypes: decodedTypes
+            decodedTypes: decodedTypes,
+            partition: stored.key.partition
         )
     }
 }
