@@ -336,6 +336,9 @@ struct RefreshSeamTests {
         } throws: {
             [.identityChanged, .signedOut].contains(($0 as? AuthenticationError)?.code)
         }
-        #expect(!origin.calls.contains { $0.url!.path == "/mine" && $0.value(forHTTPHeaderField: "Authorization") == "Bearer you-1" })
+        let sentAsTheNewAccount = origin.calls.contains { call in
+            call.url!.path == "/mine" && call.value(forHTTPHeaderField: "Authorization") == "Bearer you-1"
+        }
+        #expect(!sentAsTheNewAccount)
     }
 }

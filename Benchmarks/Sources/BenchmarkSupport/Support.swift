@@ -179,14 +179,18 @@ public func credentialsConfiguration(partitioned: Bool) -> CachedTransport.Confi
 
 /// Puts `Authorization: Bearer <token>` on requests; a refresh keeps the token.
 public struct BearerAuthenticator: Authenticator {
+    /// An authenticator with nothing to configure.
     public init() {}
 
+    /// Sets `Authorization: Bearer <token>`.
     public func apply(_ token: String, to request: inout URLRequest) {
         request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
     }
 
+    /// The same token: the hit benchmarks never refresh.
     public func refresh(_ token: String) async throws -> String { token }
 
+    /// Whether `request` carries `token`.
     public func isRequest(_ request: URLRequest, authenticatedWith token: String) -> Bool {
         request.value(forHTTPHeaderField: "Authorization") == "Bearer \(token)"
     }
