@@ -56,12 +56,16 @@ public final class Credentials<Authenticating: Authenticator>: Sendable {
     /// Credentials that `authenticator` applies and refreshes, starting from `credential` (nil
     /// while signed out: requests then go out without one).
     ///
-    /// - Parameter partition: the partition (account) a credential belongs to, such as the user's
-    ///   identifier; nil, the default, for none. Read once each time the app sets a credential,
-    ///   never for a refreshed one, which stays in its account; a closure that answers differently
-    ///   on two calls therefore never splits one credential's entries. When it throws, requests
-    ///   that would carry that credential fail with ``AuthenticationError/Code/partitionUnavailable``
-    ///   and nothing is sent or stored; when it answers nil, the credential is an account of its own.
+    /// - Parameters:
+    ///   - authenticator: applies, refreshes and judges the credentials.
+    ///   - credential: the credential requests go out with first; nil while signed out.
+    ///   - limit: how many refreshes may start within a window.
+    ///   - partition: the partition (account) a credential belongs to, such as the user's
+    ///     identifier; nil, the default, for none. Read once each time the app sets a credential,
+    ///     never for a refreshed one, which stays in its account; a closure that answers differently
+    ///     on two calls therefore never splits one credential's entries. When it throws, requests
+    ///     that would carry that credential fail with ``AuthenticationError/Code/partitionUnavailable``
+    ///     and nothing is sent or stored; when it answers nil, the credential is an account of its own.
     public init(
         _ authenticator: Authenticating, credential: Authenticating.Credential?, limit: RefreshLimit = RefreshLimit(),
         partition: (@Sendable (Authenticating.Credential) throws -> String?)? = nil
