@@ -19,7 +19,8 @@ import FoundationNetworking
 ///   ``QueryStatus/loaded`` with its value, and a view never shows a loading state for data already in
 ///   memory. Otherwise it starts ``QueryStatus/loading`` and fetches at once.
 /// - **Changes.** It follows the transport's changes for its URL, when the transport stores its
-///   request, until it is released or stopped: another screen's refresh, a local write, an optimistic update and its rollback show
+///   request, until it is released or stopped: another screen's refresh, a local write, an
+///   optimistic update and its rollback show
 ///   here as soon as they are made; after an invalidation it fetches again. A value is decoded
 ///   once per stored entry, however many queries show it.
 /// - **Refresh.** ``refresh()`` uses `CachedTransport.refresh(_:)`, so every other query on the
@@ -37,10 +38,9 @@ import FoundationNetworking
 /// A request the transport does not cache (another method, another scheme) is still loaded, and
 /// its ``outcome`` says so (`passedThrough`, `notHTTP` for an answer of another scheme); such a
 /// query never follows changes (``isFollowingChanges`` is false from the initialiser on), since
-/// nothing stored could change for it. The initialiser decides it from the method and the scheme;
-/// a `POST` is stored only when it goes to one of the transport's query endpoints
-/// (`Configuration.queryEndpoints`), which the transport tells with its first answer, so such a
-/// query follows changes from its first answer from memory or the network.
+/// nothing stored could change for it. The initialiser asks the transport, which keys the request
+/// as every call does: a `POST` to one of its query endpoints (`Configuration.queryEndpoints`) is
+/// stored, and followed; a `GET` with its own conditions, `Range` or `no-store` is not.
 @MainActor
 public final class CachedQuery<Value: Decodable & Sendable>: Observable {
     /// Where a query stands with its value.
@@ -101,8 +101,9 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
     private var latestFetchShown = 0
     /// What changed while work of the query's own was under way, looked at when it ends.
     private var missedChange: QueryState.MissedChange = .none
-    /// Whether the transport stores the request, which decides whether the query follows changes.
-    private var caching: RequestCaching
+    /// The URL the transport stores the request's answers and announces their changes under;
+    /// nil when it never stores them, and then the query follows no changes.
+    private let followedURL: URL?
 
     /// Makes a query of `request` decoded as `type`, starting from memory when it can.
     ///
@@ -121,7 +122,7 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
         self.request = request
         self.transport = transport
         self.decoder = decoder
-        caching = RequestCaching(request)
+        followedURL = transport.storedURL(of: request)
         storedState = QueryState()
         start()
         isInitialising = false
@@ -145,7 +146,7 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
     private func startFromMemory() -> Bool {
         tasks.begin()
         var next = storedState
-        if caching == .stored, let url = request.url {
+        if let url = followedURL {
             // Subscribed before memory is read, so no change after the read is missed.
             follow(url)
             next.isFollowingChanges = true
@@ -159,10 +160,7 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
             return false
         }
         let replacesValue = next.take(answer.data, outcome: answer.outcome, shown: &shownData, isFetched: true)
-        // A `POST` held in memory is a stored query: it follows from now, and reads memory again.
-        settleCaching(by: answer.outcome, &next)
         show(next, value: replacesValue ? answer.value : nil)
-        catchUp()
         return true
     }
 
@@ -285,46 +283,11 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
             if next.take(answer.data, outcome: answer.outcome, shown: &shownData, isFetched: isFetch) {
                 value = answer.value
             }
-            settleCaching(by: answer.outcome, &next)
         case .failure(let error):
             next.take(error)
-            settleCaching(by: QueryState.outcome(of: error), &next)
         }
         show(next, value: value)
         if tasks.workCount == 0 { catchUp() }
-    }
-
-    // MARK: - Whether changes are followed
-
-    /// Follows, or stops following, as an answer with `outcome` shows the request stored or passed
-    /// through: what the initialiser could not tell from the method and the scheme.
-    private func settleCaching(by outcome: CacheOutcome?, _ next: inout QueryState) {
-        let settled = caching.settled(by: outcome)
-        guard settled != caching else { return }
-        caching = settled
-        switch settled {
-        case .stored: startFollowing(&next, after: outcome)
-        case .passedThrough: stopFollowing(&next)
-        case .unknown: break
-        }
-    }
-
-    /// Starts following a request an answer has just shown stored: a query `POST`. A change made
-    /// between that answer and now was not heard; when the answer is the entry held, memory is
-    /// read again once the query's work has ended, which shows a newer entry and nothing for the
-    /// same one.
-    private func startFollowing(_ next: inout QueryState, after outcome: CacheOutcome?) {
-        guard let url = request.url else { return }
-        follow(url)
-        next.isFollowingChanges = true
-        if outcome?.isStoredEntry == true { missedChange = max(missedChange, .updated) }
-    }
-
-    /// Stops listening: the request is not cached, so nothing stored could change for it.
-    private func stopFollowing(_ next: inout QueryState) {
-        if let membership = tasks.stopFollowing() { ChangeHub.leave(membership) }
-        missedChange = .none
-        next.isFollowingChanges = false
     }
 
     // MARK: - Changes

@@ -35,17 +35,16 @@ struct QueryBadInputTests {
         #expect(origin.callCount == 1)
     }
 
-    @Test("a POST to a query endpoint follows changes from its first answer, and from memory at once")
+    @Test("a POST to a query endpoint follows changes from its initialiser on, and from memory at once")
     func queryEndpointFollows() async throws {
         let origin = ScriptedOrigin()
         origin.respond(to: articlesURL, method: "POST", with: .init(headers: fresh, body: articlesJSON("searched")))
         let transport = makeTransport(origin) { $0.queryEndpoints = [.url(articlesURL)] }
 
         let query = CachedQuery([Article].self, for: articlesPOST, in: transport)
-        #expect(!query.isFollowingChanges)
+        #expect(query.isFollowingChanges)
         await query.waitForFetches()
         #expect(shown(query) == Shown(.loaded, articles("searched"), .network(.noEntry)))
-        #expect(query.isFollowingChanges)
         let held = CachedQuery([Article].self, for: articlesPOST, in: transport)
         #expect(held.isFollowingChanges)
         let observed = [query, held].map(observe)
@@ -161,5 +160,21 @@ struct QueryBadInputTests {
                 Shown(.failed, nil, error: "ValueDecodingError unacceptableStatus", fetching: true, .network(.noEntry)),
                 Shown(.loaded, articles("one"), .network(.refresh)),
             ])
+    }
+
+    @Test("a GET with its own conditions is never stored, so its query never follows changes")
+    func conditionalGETNeverFollows() async throws {
+        let origin = ScriptedOrigin()
+        origin.respond(to: articlesURL, with: .init(headers: fresh, body: articlesJSON("conditional")))
+        let transport = makeTransport(origin)
+        var conditional = URLRequest(url: articlesURL)
+        conditional.setValue("\"v1\"", forHTTPHeaderField: "If-None-Match")
+
+        let query = CachedQuery([Article].self, for: conditional, in: transport)
+        #expect(!query.isFollowingChanges)
+        #expect(transport.statistics.subscribers == 0)
+        await query.waitForFetches()
+        #expect(!query.isFollowingChanges)
+        #expect(origin.callCount == 1)
     }
 }

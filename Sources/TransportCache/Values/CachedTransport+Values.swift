@@ -181,6 +181,17 @@ extension CachedTransport {
         return (value, data, outcome)
     }
 
+    /// The URL under which answers to `request` are stored and their changes announced, keyed as
+    /// every call keys it (a keyed adapter may rewrite it); nil when its answers are never stored:
+    /// another scheme or method (a `POST` to a query endpoint is stored), a query body too large to
+    /// key, its own conditions, `Range` or `no-store`, or a request that cannot be keyed.
+    package nonisolated func storedURL(of request: URLRequest) -> URL? {
+        guard let keyed = try? keyed(request), planner.storedKey(of: keyed.request, account: keyed.account) != nil,
+            RequestDirectives(keyed.request.allHTTPHeaderFields).bypass == nil
+        else { return nil }
+        return keyed.request.url
+    }
+
     /// What ``cachedValue(_:for:decoder:)`` finds, telling an entry another caller is decoding
     /// from no entry the request may use: the former can be waited for without a fetch.
     package nonisolated func lookUpCachedValue<Value: Decodable & Sendable>(
