@@ -173,7 +173,8 @@ public func credentialsConfiguration(partitioned: Bool) -> CachedTransport.Confi
     var configuration = CachedTransport.Configuration()
     configuration.authenticate(
         with: Credentials(
-            BearerAuthenticator(), credential: "user-1", partition: partitioned ? { _ in "user" } : nil))
+            BearerAuthenticator(), credential: "user-1",
+            partition: partitioned ? { @Sendable _ in "user" } : nil))
     return configuration
 }
 

@@ -33,9 +33,6 @@ public final class Credentials<Authenticating: Authenticator>: Sendable {
         /// Counts the credentials, set by the app or refreshed: a refused request is resent only
         /// once a later one is current.
         var generation = 0
-        /// What the key holds for the current credential (see ``KeyHeaders/accountMarker``), or
-        /// why there is none: the partition could not be read.
-        var account: Result<String?, AuthenticationError> = .success(nil)
         /// Numbers the credentials the app set, for accounts without partitions.
         var lineage = 0
         var refresh: SharedRefresh?
@@ -52,6 +49,10 @@ public final class Credentials<Authenticating: Authenticator>: Sendable {
     let limit: RefreshLimit
     private let partition: (@Sendable (Authenticating.Credential) throws -> String?)?
     private let state: Locked<State>
+    /// What a key holds for the current credential. Written with ``state``'s lock held, so that a
+    /// credential read with it is always read with its own account. Lock order: ``state``, then
+    /// this one's.
+    let keyAccount = KeyAccount()
 
     /// Credentials that `authenticator` applies and refreshes, starting from `credential` (nil
     /// while signed out: requests then go out without one).
@@ -75,7 +76,7 @@ public final class Credentials<Authenticating: Authenticator>: Sendable {
         self.partition = partition
         state = Locked(State(credential: credential))
         let account = account(of: credential, lineage: 0)
-        state.withLock { $0.account = account }
+        keyAccount.set(account)
     }
 
     /// The credential requests go out with. Setting it (sign-in, sign-out, another account, a
@@ -94,7 +95,7 @@ public final class Credentials<Authenticating: Authenticator>: Sendable {
             let ended = state.withLock { state in
                 state.credential = newValue
                 state.generation += 1
-                state.account = account
+                keyAccount.set(account)
                 defer { state.refresh = nil }
                 return state.refresh
             }
@@ -104,29 +105,25 @@ public final class Credentials<Authenticating: Authenticator>: Sendable {
 
     /// What the key holds for `credential`, the app's `lineage`-th.
     private func account(of credential: Authenticating.Credential?, lineage: Int) -> Result<
-        String?, AuthenticationError
+        AccountIdentity?, AuthenticationError
     > {
         guard let credential else { return .success(nil) }
         do {
             if let partition, let name = try partition(credential) {
-                return .success(KeyHeaders.partitionPrefix + name)
+                return .success(AccountIdentity(KeyHeaders.partitionPrefix + name))
             }
         } catch {
             return .failure(AuthenticationError(.partitionUnavailable, underlyingError: error))
         }
-        return .success(KeyHeaders.credentialPrefix + String(lineage))
+        return .success(AccountIdentity(KeyHeaders.credentialPrefix + String(lineage)))
     }
 }
 
 extension Credentials: CredentialApplying {
-    func currentAccount() throws -> String? {
-        try state.withLock { $0.account }.get()
-    }
-
     nonisolated(nonsending) func authenticate(_ request: URLRequest) async throws -> Authenticated {
         while true {
             let (credential, generation, account, refresh) = state.withLock { state in
-                (state.credential, state.generation, state.account, state.liveRefresh())
+                (state.credential, state.generation, keyAccount.result, state.liveRefresh())
             }
             if let refresh {
                 // Goes out with the refreshed credential, or fails with it.
@@ -136,7 +133,7 @@ extension Credentials: CredentialApplying {
             // The app's code runs with no lock held.
             var request = request
             if let credential { authenticator.apply(credential, to: &request) }
-            return Authenticated(request: request, generation: generation, account: try account.get())
+            return Authenticated(request: request, generation: generation, account: try account.get()?.marker)
         }
     }
 
@@ -165,7 +162,9 @@ extension Credentials: CredentialApplying {
 
     func endRefresh(ofPartition partition: String) {
         let ended = state.withLock { state -> SharedRefresh? in
-            guard case .success(KeyHeaders.partitionPrefix + partition) = state.account else { return nil }
+            guard (try? keyAccount.result.get())??.marker == KeyHeaders.partitionPrefix + partition else {
+                return nil
+            }
             defer { state.refresh = nil }
             return state.refresh
         }
@@ -257,10 +256,8 @@ struct Authenticated: Sendable {
 
 /// The type-erased view of ``Credentials`` the transport holds.
 protocol CredentialApplying: Sendable {
-    /// What a key holds for the current credential: its partition's or its own account; nil
-    /// without a credential. Never waits.
-    /// - Throws: ``AuthenticationError/Code/partitionUnavailable``.
-    func currentAccount() throws -> String?
+    /// What a key holds for the current credential: its partition's or its own account.
+    var keyAccount: KeyAccount { get }
     /// `request` with the current credential on it, once any refresh under way has ended.
     nonisolated(nonsending) func authenticate(_ request: URLRequest) async throws -> Authenticated
     /// Whether `response` to `request` refuses its credential.
@@ -271,4 +268,34 @@ protocol CredentialApplying: Sendable {
     func recover(fromRefusalOf request: URLRequest, at refused: Int) async throws
     /// Ends the refresh under way when the current credential is `partition`'s.
     func endRefresh(ofPartition partition: String)
+}
+
+/// What a key holds for the current credential of ``Credentials``: its partition's or its own
+/// account, nil without a credential, or why there is none (the partition could not be read).
+/// Not generic, and one reference, so that a hit reads it without looking up a generic type at run
+/// time or copying an error.
+final class KeyAccount: Sendable {
+    private let value = Locked<AccountIdentity?>(nil)
+
+    /// The account. Never waits.
+    /// - Throws: ``AuthenticationError/Code/partitionUnavailable``.
+    @inline(__always)
+    func current() throws -> AccountIdentity? {
+        let account = value.withLock { $0 }
+        if let failure = account?.failure { throw failure }
+        return account
+    }
+
+    var result: Result<AccountIdentity?, AuthenticationError> {
+        Result { try current() }.mapError { $0 as! AuthenticationError }
+    }
+
+    func set(_ account: Result<AccountIdentity?, AuthenticationError>) {
+        let identity: AccountIdentity? =
+            switch account {
+            case .success(let identity): identity
+            case .failure(let failure): AccountIdentity(failure: failure)
+            }
+        value.withLock { $0 = identity }
+    }
 }

@@ -19,6 +19,8 @@ final class RequestPreparation: Sendable {
     let keyedAdapters: [RequestAdapter.Keyed]
     let sendingAdapters: [RequestAdapter.Sending]
     let credentials: (any CredentialApplying)?
+    /// The credentials' account, read by every call.
+    private let keyAccount: KeyAccount?
     private let keyHeaders: KeyHeaders
     /// Whether a request that goes out needs the second step.
     let decoratesOutgoing: Bool
@@ -42,6 +44,7 @@ final class RequestPreparation: Sendable {
         self.keyedAdapters = keyedAdapters
         self.sendingAdapters = sendingAdapters
         credentials = configuration.credentials
+        keyAccount = configuration.credentials?.keyAccount
         self.keyHeaders = keyHeaders
         decoratesOutgoing = !sendingAdapters.isEmpty || credentials != nil
     }
@@ -49,19 +52,33 @@ final class RequestPreparation: Sendable {
     /// `request` as every call keys it: after the keyed adapters, with the account of the current
     /// credential (see ``Credentials``). A request that carries its own `Authorization` is the
     /// app's to authenticate: it is keyed by that header, in no account. A request made by a
-    /// refresh is returned as it is.
+    /// refresh goes past the adapters; its key holds the account as any other's, since keying
+    /// never waits for the refresh.
     /// - Throws: an adapter's error; ``AuthenticationError/Code/partitionUnavailable``.
+    @inline(__always)
     func keyed(_ request: URLRequest) throws -> KeyedRequest {
-        if Self.isRefreshing { return KeyedRequest(request: request, account: nil) }
+        guard keyedAdapters.isEmpty || Self.isRefreshing else { return try keyed(adapting: request) }
+        guard let keyAccount else { return KeyedRequest(request: request, account: nil) }
+        return KeyedRequest(request: request, account: try account(of: request, in: keyAccount))
+    }
+
+    @inline(never)
+    private func keyed(adapting request: URLRequest) throws -> KeyedRequest {
         var request = request
         for adapt in keyedAdapters { try adapt(&request) }
-        guard let credentials else { return KeyedRequest(request: request, account: nil) }
+        return KeyedRequest(request: request, account: try keyAccount.flatMap { try account(of: request, in: $0) })
+    }
+
+    /// The account of the current credential for `request`. A request with its own
+    /// `Authorization` keeps it out of its key: the key builder leaves it out
+    /// (``KeyHeaders/identity(fields:account:)``), as it reads that header anyway, rather than a
+    /// second read of it on every hit; and it is keyed even when the partition cannot be read.
+    @inline(__always)
+    private func account(of request: URLRequest, in keyAccount: KeyAccount) throws -> AccountIdentity? {
         do {
-            let account = try credentials.currentAccount()
-            return KeyedRequest(
-                request: request, account: account == nil || Self.carriesOwnCredential(request) ? nil : account)
+            return try keyAccount.current()
         } catch  where Self.carriesOwnCredential(request) {
-            return KeyedRequest(request: request, account: nil)
+            return nil
         }
     }
 
@@ -103,7 +120,7 @@ final class RequestPreparation: Sendable {
 /// holds.
 struct KeyedRequest {
     var request: URLRequest
-    var account: String?
+    var account: AccountIdentity?
 }
 
 /// The account a request going out was keyed for.

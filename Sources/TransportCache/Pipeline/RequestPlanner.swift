@@ -39,7 +39,7 @@ final class RequestPlanner: Sendable {
     /// The plan for `request`, a request ``RequestPreparation/keyed(_:)`` made, of `account`;
     /// `refreshing` for ``CachedTransport/refresh(_:)``.
     /// - Throws: `URLError(.badURL)` for a request without a URL.
-    func plan(_ request: URLRequest, account: String? = nil, refreshing: Bool = false) throws -> Plan {
+    func plan(_ request: URLRequest, account: AccountIdentity? = nil, refreshing: Bool = false) throws -> Plan {
         guard let url = request.url else {
             store.record { $0.requests += 1 }
             throw URLError(.badURL).carrying(CacheOutcome(source: .passedThrough(.notHTTP)))
@@ -168,7 +168,7 @@ final class RequestPlanner: Sendable {
     /// The key `request`, a request ``RequestPreparation/keyed(_:)`` made, of `account`, is
     /// stored under, or nil when such a request is never stored (another method than a query's,
     /// another scheme, no URL).
-    func storedKey(of request: URLRequest, account: String?) -> CacheKey? {
+    func storedKey(of request: URLRequest, account: AccountIdentity?) -> CacheKey? {
         let method = request.httpMethod ?? "GET"
         guard let url = request.url,
             let key = CacheKey(

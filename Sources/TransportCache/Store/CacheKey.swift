@@ -42,7 +42,7 @@ struct CacheKey: Hashable, Sendable {
 
     /// The account the key was made for (see ``KeyHeaders/identity(fields:account:)``): the
     /// marker of a partition or of a credential the app set; nil for a request keyed by its own
-    /// headers only. A query's body follows it.
+    /// headers only. A query's body follows it. Not read by a hit.
     var account: String? {
         for case let value? in identity.reversed() where value.hasPrefix(KeyHeaders.accountMarker) {
             return value
@@ -117,11 +117,14 @@ struct KeyHeaders: Sendable {
     static let standard = ["accept", "accept-language", "authorization", "cookie"]
 
     let names: [String]
+    /// The place of `authorization` in ``names``.
+    private let authorization: Int?
 
     init(extra: some Sequence<String>) {
         var all = Set(Self.standard)
         for name in extra { all.insert(name.lowercased()) }
         names = all.sorted()
+        authorization = names.firstIndex(of: "authorization")
     }
 
     /// What begins an account among the identity values: a header value holds no control
@@ -134,24 +137,22 @@ struct KeyHeaders: Sendable {
     static let credentialPrefix = "\u{0}credential "
 
     /// The identity of a request whose header fields are `fields`, made for `account` (see
-    /// ``RequestPreparation/keyed(_:)``): the values of the key headers, then the account when
-    /// there is one.
+    /// ``RequestPreparation/keyed(_:)``): the values of the key headers, then the account's
+    /// marker. A request with no key header of its own holds the account alone, made once for
+    /// every key of it, so that a hit with credentials builds no array. A request that carries its
+    /// own `Authorization` is the app's to authenticate: keyed by that header, in no account.
     @inline(__always)
-    func identity(fields: [String: String]?, account: String?) -> [String?] {
+    func identity(fields: [String: String]?, account: AccountIdentity?) -> [String?] {
         guard let account else { return values(in: fields) }
         return identity(fields: fields, appending: account)
     }
 
     @inline(never)
-    private func identity(fields: [String: String]?, appending account: String) -> [String?] {
-        var values = values(in: fields)
-        if values.isEmpty {
-            values = Array(repeating: nil, count: names.count + 1)
-            values[names.count] = account
-        } else {
-            values.append(account)
-        }
-        return values
+    private func identity(fields: [String: String]?, appending account: AccountIdentity) -> [String?] {
+        let values = values(in: fields)
+        if values.isEmpty { return account.alone }
+        if let authorization, values[authorization] != nil { return values }
+        return values + [account.marker]
     }
 
     /// The values of the key headers in `fields`, aligned with ``names``; empty when none is set.
@@ -183,16 +184,37 @@ extension CacheKey {
     /// The key of `request`, sent with `method` to `url` with header fields `fields` for
     /// `account`, or nil for another scheme or a URL that cannot be normalised. Every key of a
     /// request is made here.
-    init?(method: String, url: URL, fields: [String: String]?, account: String?, keyHeaders: KeyHeaders) {
+    init?(method: String, url: URL, fields: [String: String]?, account: AccountIdentity?, keyHeaders: KeyHeaders) {
         guard let normalized = URLNormalization.normalized(url, httpOnly: true) else { return nil }
         self.init(method: method, url: normalized, identity: keyHeaders.identity(fields: fields, account: account))
     }
 
     /// The key of `request` for `account`; see ``init(method:url:fields:account:keyHeaders:)``.
-    init?(_ request: URLRequest, account: String? = nil, keyHeaders: KeyHeaders) {
+    init?(_ request: URLRequest, account: AccountIdentity? = nil, keyHeaders: KeyHeaders) {
         guard let url = request.url else { return nil }
         self.init(
             method: request.httpMethod ?? "GET", url: url, fields: request.allHTTPHeaderFields, account: account,
             keyHeaders: keyHeaders)
+    }
+}
+
+/// An account as keys hold it (see ``KeyHeaders/accountMarker``), with the identity of a request
+/// that carries no key header of its own, made once.
+final class AccountIdentity: Sendable {
+    let marker: String
+    let alone: [String?]
+    /// Why a credential has no account (``KeyAccount``): then no request is keyed with it.
+    let failure: AuthenticationError?
+
+    init(_ marker: String) {
+        self.marker = marker
+        alone = [marker]
+        failure = nil
+    }
+
+    init(failure: AuthenticationError) {
+        marker = ""
+        alone = []
+        self.failure = failure
     }
 }

@@ -138,7 +138,8 @@ extension CachedTransport {
     ///   was invalidated or a newer answer came meanwhile. False when the refetch failed or its
     ///   answer was refused: the provisional answer then stays.
     private nonisolated(nonsending) func refetch(_ provisional: StoredResponse) async -> Bool {
-        let keyed = KeyedRequest(request: provisional.request, account: provisional.key.account)
+        let keyed = KeyedRequest(
+            request: provisional.request, account: provisional.key.account.map(AccountIdentity.init))
         guard let (_, response) = try? await refresh(keyed) else { return false }
         switch response.cacheOutcome?.storage {
         case .stored: return true
