@@ -14,7 +14,7 @@ private let articlesURL = URL(string: "https://api.example.com/articles")!
 func showArticles(transport: CachedTransport) async {
     let articles = CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: transport)
     // articles.status: .loaded at once when memory held the list, else .loading
-    // articles.value, .error, .isFetching, .outcome: what the view reads
+    // articles.value, .failure, .isFetching, .outcome: what the view reads
     await articles.refresh()                      // every other query on the list hears it
 
     let post = CachedMutation(in: transport) { (draft: Article) in
