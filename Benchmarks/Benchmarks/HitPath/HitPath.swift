@@ -13,8 +13,13 @@ import TransportCache
 
 private let origin = Shared<LoopbackOrigin>()
 private let transport = Shared<CachedTransport>()
-/// A transport whose one adapter adds a header to every request, primed with the same entries.
+/// A transport whose one sending adapter adds a header to every request that goes out, primed
+/// with the same entries.
 private let adapted = Shared<CachedTransport>()
+/// A transport whose one keyed adapter adds a header on every call, primed with the same entries.
+private let keyedAdapted = Shared<CachedTransport>()
+/// A transport with a bearer token's credentials in a partition, primed with the same entries.
+private let partitioned = Shared<CachedTransport>()
 private let hotRequests = Shared<[URLRequest]>()
 private let plain = Shared<URLSession>()
 
@@ -30,6 +35,12 @@ private func startOrigin() async throws {
     let withAdapter = CachedTransport(configuration: adapterConfiguration())
     try await prime(withAdapter, with: all)
     adapted.value = withAdapter
+    let withKeyedAdapter = CachedTransport(configuration: keyedAdapterConfiguration())
+    try await prime(withKeyedAdapter, with: all)
+    keyedAdapted.value = withKeyedAdapter
+    let withPartitions = CachedTransport(configuration: credentialsConfiguration(partitioned: true))
+    try await prime(withPartitions, with: all)
+    partitioned.value = withPartitions
     hotRequests.value = all
 }
 
@@ -38,6 +49,8 @@ private func stopOrigin() async throws {
     origin.clear()
     transport.clear()
     adapted.clear()
+    keyedAdapted.clear()
+    partitioned.clear()
 }
 
 /// Times `benchmark`'s iterations of a hit on one of the stored entries, from a detached task.
@@ -83,6 +96,23 @@ let benchmarks: @Sendable () -> Void = {
 
     Benchmark("Hit: CachedTransport.data(for:) with one adapter adding a header", configuration: perHit) { benchmark in
         try await measureHits(benchmark, on: adapted.value)
+    } setup: {
+        try await startOrigin()
+    } teardown: {
+        try await stopOrigin()
+    }
+
+    Benchmark("Hit: CachedTransport.data(for:) with one keyed adapter adding a header", configuration: perHit) {
+        benchmark in
+        try await measureHits(benchmark, on: keyedAdapted.value)
+    } setup: {
+        try await startOrigin()
+    } teardown: {
+        try await stopOrigin()
+    }
+
+    Benchmark("Hit: CachedTransport.data(for:) with credentials in a partition", configuration: perHit) { benchmark in
+        try await measureHits(benchmark, on: partitioned.value)
     } setup: {
         try await startOrigin()
     } teardown: {

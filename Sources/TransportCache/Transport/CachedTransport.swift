@@ -191,15 +191,26 @@ public actor CachedTransport {
     ///   Each `URLError` carries the outcome of the attempt as `error.cacheOutcome`; a
     ///   `CancellationError`, Swift's own, carries none.
     public nonisolated(nonsending) func data(for request: URLRequest) async throws -> (Data, URLResponse) {
-        let keyed = try keyed(request)
-        let plan = try planner.plan(keyed.request, account: keyed.account)
+        // Without adapters or credentials the request is used as it is, not copied into a
+        // ``KeyedRequest``: a retain and a release a hit need not pay.
+        guard let preparation else { return try await answer(request, account: nil) }
+        let keyed = try preparation.keyed(request)
+        return try await answer(keyed.request, account: keyed.account)
+    }
+
+    /// ``data(for:)`` of a request as every call keys it.
+    @inline(__always)
+    private nonisolated(nonsending) func answer(_ request: URLRequest, account: AccountIdentity?) async throws -> (
+        Data, URLResponse
+    ) {
+        let plan = try planner.plan(request, account: account)
         // A hit returns without entering another async function, whose frame would come from the
         // task allocator: the path that must cost least runs as plain calls.
         if case .memory(let answer) = plan {
-            if answer.isObserved { reporter.answered(keyed.request.url, answer.response) }
-            return answered(answer, to: keyed.request)
+            if answer.isObserved { reporter.answered(request.url, answer.response) }
+            return answered(answer, to: request)
         }
-        return try await perform(plan, of: keyed.request)
+        return try await perform(plan, of: request)
     }
 
     /// `request` as every call that takes a request or makes a key sees it: the one boundary
