@@ -16,7 +16,12 @@ extension CachedTransport {
         let task = Task {
             let outgoing: Outgoing
             do {
-                outgoing = try await preparation.outgoing(launch.request, keyedFor: .keyed(launch.key.account))
+                // Whether it goes past the chain was decided when the fetch started (a refresh's own
+                // fetch is never launched here): not by a flag this task may inherit from a refresh
+                // whose request happened to launch it.
+                outgoing = try await RequestPreparation.$isRefreshing.withValue(false) {
+                    try await preparation.outgoing(launch.request, keyedFor: .keyed(launch.key.account))
+                }
             } catch {
                 // Cancelled: every caller left, and the fetch is gone.
                 if !Task.isCancelled { complete(launch.id, with: .failure(error), interval: interval) }
@@ -73,18 +78,20 @@ extension CachedTransport {
             })
     }
 
-    /// Sends `request`, which is never stored, as it goes out (``RequestPreparation/outgoing(_:keyedFor:)``),
-    /// and once more, with a later credential, when its credential was refused: the refusal path
-    /// fetches take, for a request the cache does not handle.
-    nonisolated(nonsending) func sendAuthenticated(_ request: URLRequest) async throws -> (Data, URLResponse) {
-        guard let preparation, preparation.decoratesOutgoing else { return try await loader.load(request) }
-        let outgoing = try await preparation.outgoing(request, keyedFor: .unkeyed)
+    /// Sends `plan`'s request, which is never stored, as it goes out
+    /// (``RequestPreparation/outgoing(_:keyedFor:)``), with the credential of the account it was
+    /// made for only, and once more, with a later credential of that account, when its credential
+    /// was refused: the refusal path fetches take, for a request the cache does not handle.
+    nonisolated(nonsending) func sendAuthenticated(_ plan: SendPlan) async throws -> (Data, URLResponse) {
+        guard let preparation, preparation.decoratesOutgoing else { return try await loader.load(plan.request) }
+        let outgoing = try await preparation.outgoing(plan.request, keyedFor: .keyed(plan.account))
         let answer = try await loader.load(outgoing.request)
         guard let credentials = preparation.credentials, let generation = outgoing.generation,
             credentials.isRefusal(answer.1, to: outgoing.request)
         else { return answer }
         try await credentials.recover(fromRefusalOf: outgoing.request, at: generation)
-        return try await loader.load(try await preparation.outgoing(request, keyedFor: .unkeyed).request)
+        return try await loader.load(
+            try await preparation.outgoing(plan.request, keyedFor: .keyed(plan.account)).request)
     }
 }
 
@@ -144,7 +151,7 @@ extension CachedTransport {
     /// Runs on the caller's thread, without waiting for the actor.
     /// - Complexity: O(n) in the keys held, read a batch at a time under the lock a hit takes.
     public nonisolated func signOut(partition: String) {
-        preparation?.credentials?.endRefresh(ofPartition: partition)
+        preparation?.credentials?.signedOut(partition: partition)
         let (waiters, loads) = committer.dropPartition(partition)
         for waiter in waiters {
             let outcome = CacheOutcome(source: .network(waiter.reason))

@@ -37,6 +37,9 @@ public final class Credentials<Authenticating: Authenticator>: Sendable {
         var lineage = 0
         var refresh: SharedRefresh?
         var refreshStarts: [ContinuousClock.Instant] = []
+        /// The generation whose partition was signed out (``CredentialApplying/signedOut(partition:)``):
+        /// its credential is neither sent nor refreshed until the app sets another.
+        var signedOut: Int?
 
         /// The refresh under way, unless every request left it or it was ended.
         mutating func liveRefresh() -> SharedRefresh? {
@@ -82,7 +85,12 @@ public final class Credentials<Authenticating: Authenticator>: Sendable {
     /// The credential requests go out with. Setting it (sign-in, sign-out, another account, a
     /// credential the app refreshed itself) applies to every request from then on and ends a
     /// refresh under way: the requests waiting for it go out with the new credential when it is
-    /// the same account's, and fail with ``AuthenticationError/Code/identityChanged`` otherwise.
+    /// the same partition's, and fail with ``AuthenticationError/Code/identityChanged`` otherwise.
+    /// Without partitions every credential the app sets is an account of its own, even the same
+    /// token set again: the entries of the previous one are no longer read (they leave with the
+    /// store's eviction), and its requests in flight fail with
+    /// ``AuthenticationError/Code/identityChanged``. Declare partitions to keep entries across
+    /// credentials the app sets for one user.
     public var credential: Authenticating.Credential? {
         get { state.withLock { $0.credential } }
         set {
@@ -122,14 +130,18 @@ public final class Credentials<Authenticating: Authenticator>: Sendable {
 extension Credentials: CredentialApplying {
     nonisolated(nonsending) func authenticate(_ request: URLRequest) async throws -> Authenticated {
         while true {
-            let (credential, generation, account, refresh) = state.withLock { state in
-                (state.credential, state.generation, keyAccount.result, state.liveRefresh())
+            let (credential, generation, account, refresh, signedOut) = state.withLock { state in
+                (
+                    state.credential, state.generation, keyAccount.result, state.liveRefresh(),
+                    state.signedOut == state.generation
+                )
             }
             if let refresh {
                 // Goes out with the refreshed credential, or fails with it.
                 try await Self.wait(for: refresh)
                 continue
             }
+            if signedOut { throw AuthenticationError(.signedOut) }
             // The app's code runs with no lock held.
             var request = request
             if let credential { authenticator.apply(credential, to: &request) }
@@ -144,11 +156,12 @@ extension Credentials: CredentialApplying {
 
     func recover(fromRefusalOf request: URLRequest, at refused: Int) async throws {
         while true {
-            let (credential, generation, running) = state.withLock {
-                ($0.credential, $0.generation, $0.liveRefresh())
+            let (credential, generation, running, signedOut) = state.withLock {
+                ($0.credential, $0.generation, $0.liveRefresh(), $0.signedOut == $0.generation)
             }
             // A later credential is current: the request goes out again with it.
             if generation != refused { return }
+            if signedOut { throw AuthenticationError(.signedOut) }
             if let running {
                 try await Self.wait(for: running)
                 continue
@@ -160,11 +173,12 @@ extension Credentials: CredentialApplying {
         }
     }
 
-    func endRefresh(ofPartition partition: String) {
+    func signedOut(partition: String) {
         let ended = state.withLock { state -> SharedRefresh? in
             guard (try? keyAccount.result.get())??.marker == KeyHeaders.partitionPrefix + partition else {
                 return nil
             }
+            state.signedOut = state.generation
             defer { state.refresh = nil }
             return state.refresh
         }
@@ -266,8 +280,9 @@ protocol CredentialApplying: Sendable {
     /// is current: at once when one is, else after the one shared refresh.
     /// - Throws: ``AuthenticationError`` when there is none to be had; `CancellationError`.
     func recover(fromRefusalOf request: URLRequest, at refused: Int) async throws
-    /// Ends the refresh under way when the current credential is `partition`'s.
-    func endRefresh(ofPartition partition: String)
+    /// Ends the refresh under way when the current credential is `partition`'s, and keeps that
+    /// credential from being sent or refreshed again until the app sets another.
+    func signedOut(partition: String)
 }
 
 /// What a key holds for the current credential of ``Credentials``: its partition's or its own

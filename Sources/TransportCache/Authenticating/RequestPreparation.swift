@@ -10,8 +10,8 @@ import FoundationNetworking
 ///   synchronous reads included, so every call finds the same entry for the same request.
 /// - ``outgoing(_:keyedFor:)`` only decorates what goes to the network: the sending adapters, then
 ///   the current credential (once a refresh under way has ended). Every request sent runs it, a
-///   caller's and those the transport sends on its own account, and it refuses to send one as
-///   another identity than its key's.
+///   caller's and those the transport sends on its own account, but for a refresh's own, and it
+///   refuses to send one with another account's credential than the one it was made for.
 ///
 /// A hit crosses only the first step: it never waits for a refresh or runs app code that
 /// suspends.
@@ -52,14 +52,29 @@ final class RequestPreparation: Sendable {
     /// `request` as every call keys it: after the keyed adapters, with the account of the current
     /// credential (see ``Credentials``). A request that carries its own `Authorization` is the
     /// app's to authenticate: it is keyed by that header, in no account. A request made by a
-    /// refresh goes past the adapters; its key holds the account as any other's, since keying
-    /// never waits for the refresh.
+    /// refresh is keyed as it is, in no account: it never shares a key or a fetch with the requests
+    /// that wait for that refresh.
     /// - Throws: an adapter's error; ``AuthenticationError/Code/partitionUnavailable``.
     @inline(__always)
     func keyed(_ request: URLRequest) throws -> KeyedRequest {
-        guard keyedAdapters.isEmpty || Self.isRefreshing else { return try keyed(adapting: request) }
+        if Self.isRefreshing { return KeyedRequest(request: request, account: nil) }
+        guard keyedAdapters.isEmpty else { return try keyed(adapting: request) }
         guard let keyAccount else { return KeyedRequest(request: request, account: nil) }
         return KeyedRequest(request: request, account: try account(of: request, in: keyAccount))
+    }
+
+    /// `request` keyed for `account`, the one a call began with, whatever is current now: what an
+    /// optimistic update's confirmed answers are stored under.
+    func keyed(_ request: URLRequest, for account: AccountIdentity?) throws -> KeyedRequest {
+        if Self.isRefreshing { return KeyedRequest(request: request, account: nil) }
+        var request = request
+        for adapt in keyedAdapters { try adapt(&request) }
+        return KeyedRequest(request: request, account: account)
+    }
+
+    /// The account of the current credential, as ``keyed(_:)`` reads it.
+    var currentAccount: AccountIdentity? {
+        get throws { try keyAccount?.current() }
     }
 
     @inline(never)

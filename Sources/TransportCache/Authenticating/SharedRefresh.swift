@@ -66,21 +66,15 @@ final class SharedRefresh: Sendable {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let now = state.withLock { state -> (Result<Void, any Error>, Task<Void, Never>?)? in
-                    if let result = state.result { return (result, nil) }
-                    if state.isOver { return (.failure(CancellationError()), nil) }
-                    if Task.isCancelled {
-                        guard state.waiters.isEmpty else { return (.failure(CancellationError()), nil) }
-                        state.isOver = true
-                        return (.failure(CancellationError()), state.task)
-                    }
+                let now = state.withLock { state -> Result<Void, any Error>? in
+                    if let result = state.result { return result }
+                    // Over, or never waited: leaving abandons nothing, even when no one waits yet
+                    // (its starter may be about to).
+                    if state.isOver || Task.isCancelled { return .failure(CancellationError()) }
                     state.waiters[id] = continuation
                     return nil
                 }
-                if let (result, abandoned) = now {
-                    abandoned?.cancel()
-                    continuation.resume(with: result)
-                }
+                if let now { continuation.resume(with: now) }
             }
         } onCancel: {
             let (waiter, abandoned) = state.withLock {

@@ -125,4 +125,7 @@ struct SendPlan {
     let request: URLRequest
     let url: URL
     let reason: Plan.SendReason
+    /// The account the request was made for (see ``KeyedRequest``): it goes out with that
+    /// account's credential only, though nothing of it is stored.
+    let account: String?
 }

@@ -48,13 +48,13 @@ final class RequestPlanner: Sendable {
         let fields = request.allHTTPHeaderFields
         guard var key = CacheKey(method: method, url: url, fields: fields, account: account, keyHeaders: keyHeaders)
         else {
-            return send(request, url: url, because: .notHTTP)
+            return send(request, url: url, because: .notHTTP, account: account)
         }
         if method != "GET" && method != "HEAD" {
             switch query(request, method: method, url: url, key: key) {
             case .keyed(let queryKey): key = queryKey
-            case .tooLarge: return send(request, url: url, because: .queryBodyTooLarge)
-            case .none: return send(request, url: url, because: .unsafeMethod)
+            case .tooLarge: return send(request, url: url, because: .queryBodyTooLarge, account: account)
+            case .none: return send(request, url: url, because: .unsafeMethod, account: account)
             }
         }
         let directives = RequestDirectives(fields)
@@ -64,7 +64,7 @@ final class RequestPlanner: Sendable {
             {
                 return answer
             }
-            return send(request, url: url, because: bypass)
+            return send(request, url: url, because: bypass, account: account)
         }
 
         let (acceptance, reloadReason) = reading(request.cachePolicy, directives, refreshing: refreshing)
@@ -335,7 +335,9 @@ final class RequestPlanner: Sendable {
         }
     }
 
-    private func send(_ request: URLRequest, url: URL, because reason: Plan.SendReason) -> Plan {
-        .send(SendPlan(request: request, url: url, reason: reason))
+    private func send(
+        _ request: URLRequest, url: URL, because reason: Plan.SendReason, account: AccountIdentity?
+    ) -> Plan {
+        .send(SendPlan(request: request, url: url, reason: reason, account: account?.marker))
     }
 }

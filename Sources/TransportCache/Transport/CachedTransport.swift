@@ -415,7 +415,7 @@ public actor CachedTransport {
         let sentAt = ContinuousClock.now
         let answer: (Data, URLResponse)
         do {
-            answer = try await sendAuthenticated(plan.request)
+            answer = try await sendAuthenticated(plan)
         } catch {
             if Task.isCancelled { throw CancellationError() }
             let outcome = CacheOutcome(source: .passedThrough(plan.reason), networkDuration: .now - sentAt)

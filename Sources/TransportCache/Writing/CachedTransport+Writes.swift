@@ -52,7 +52,7 @@ extension CachedTransport {
     ///
     /// - Throws: ``LocalWriteError``; then nothing is written.
     public nonisolated func store(_ answer: ProvisionalAnswer) throws {
-        committer.commitLocal([try entry(for: answer)])
+        committer.commitLocal([try entry(for: answer, keyed: try keyed(answer.request))])
     }
 
     /// Shows `provisional` at once, everywhere, then runs `write` (usually the `POST` or `PUT` that
@@ -93,6 +93,13 @@ extension CachedTransport {
         write: () async throws -> Output,
         confirmed: (Output) throws -> [ProvisionalAnswer]? = { _ in nil }
     ) async throws -> Output {
+        // Every answer of the update, the confirmed ones too, is keyed for the account it began
+        // with: a credential of another account set while the write runs never gets them.
+        let account = try preparation?.currentAccount
+        func entry(for answer: ProvisionalAnswer) throws -> StoredResponse {
+            try self.entry(
+                for: answer, keyed: try preparation?.keyed(answer.request, for: account) ?? keyed(answer.request))
+        }
         // One provisional answer per key: the last given.
         var entries: [StoredResponse] = []
         for entry in try provisional.map(entry(for:)) {
@@ -169,10 +176,9 @@ extension CachedTransport {
         }
     }
 
-    /// The entry `answer` makes, checked before anything is written.
-    /// The request is keyed as ``data(for:)`` keys it, so the entry is the one its reads find.
-    private nonisolated func entry(for answer: ProvisionalAnswer) throws -> StoredResponse {
-        let keyed = try keyed(answer.request)
+    /// The entry `answer` makes, its request keyed as `keyed` (as ``data(for:)`` keys it, so the
+    /// entry is the one its reads find), checked before anything is written.
+    private nonisolated func entry(for answer: ProvisionalAnswer, keyed: KeyedRequest) throws -> StoredResponse {
         let request = keyed.request
         guard let url = request.url, let key = planner.storedKey(of: request, account: keyed.account) else {
             throw LocalWriteError.notCacheable(request.url)
