@@ -26,9 +26,10 @@ public protocol Authenticator: Sendable {
     /// Whether `response` to `request` says its credential was refused. The default: status 401.
     func isRefusal(_ response: HTTPURLResponse, to request: URLRequest) -> Bool
 
-    /// Whether `request` was sent with `credential`: when a refused request was sent with a
-    /// credential that has been replaced since, it is sent again with the current one, and no
-    /// refresh is made.
+    /// Whether `request` was sent with `credential`: a refresh that gives back the credential the
+    /// origin just refused fails with ``AuthenticationError/Code/credentialUnchanged`` instead of
+    /// sending the same request again. (Which credential a refused request carried, and so
+    /// whether a newer one is current, the transport tracks itself.)
     func isRequest(_ request: URLRequest, authenticatedWith credential: Credential) -> Bool
 }
 

@@ -18,7 +18,9 @@ import FoundationNetworking
 ///   request, and every request that goes out meanwhile, waits for; each is then sent once more
 ///   with the new credential (the callers of one shared fetch share its resend);
 /// - if the credential has been replaced since, it is sent again with the current one, without
-///   a refresh: a refused request goes out again only with a newer credential than the refused one;
+///   a refresh, when that is the same account's, and fails with
+///   ``AuthenticationError/Code/identityChanged`` otherwise: a refused request goes out again only
+///   with a newer credential of its own account than the refused one;
 /// - a refresh that throws fails every request waiting for it with
 ///   ``AuthenticationError/Code/refreshFailed``, and the next refused request may try again;
 /// - more than ``RefreshLimit/maximumRefreshes`` within the window fail with
