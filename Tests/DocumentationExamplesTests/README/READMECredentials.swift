@@ -22,7 +22,6 @@ struct TokenAuthenticator: Authenticator {
 
     func apply(_ session: UserSession, to request: inout URLRequest) {
         request.setValue("Bearer \(session.accessToken)", forHTTPHeaderField: "Authorization")
-        request.setValue(session.userID, forHTTPHeaderField: "X-User")
     }
     func refresh(_ session: UserSession) async throws -> UserSession {
         try await api.refresh(session)                  // once, however many requests were refused
