@@ -6,64 +6,6 @@ import Testing
 @testable import TransportCache
 import TransportCacheTesting
 
-@Suite("Defaults and request directives")
-struct RequestDirectiveTests {
-    let url = "https://api.example.com/things"
-
-    @Test(
-        "201 and 202 answers are not stored by default; 200, 203 and 204 are",
-        arguments: [(201, false), (202, false), (200, true), (203, true), (204, true)])
-    func defaultStorableStatuses(status: Int, stored: Bool) async throws {
-        let loader = ScriptedOrigin(respond: ScriptedOrigin.status(status))
-        let transport = makeTransport(loader: loader)
-        _ = try await transport.data(for: request(url))
-        _ = try await transport.data(for: request(url))
-        #expect(loader.callCount == (stored ? 1 : 2))
-    }
-
-    @Test("a request's Cache-Control: no-store goes to the origin and stores nothing")
-    func requestNoStore() async throws {
-        let loader = echoOrigin()
-        let transport = makeTransport(loader: loader)
-        _ = try await transport.data(for: request(url))
-        let (data, _) = try await transport.data(for: request(url, headers: ["Cache-Control": "no-store"]))
-        #expect(data.text.hasSuffix("call=2"))
-        // The stored entry is untouched: the plain request still gets the first answer.
-        #expect(try await transport.data(for: request(url)).0.text.hasSuffix("call=1"))
-        let fresh = makeTransport(loader: loader)
-        _ = try await fresh.data(for: request(url, headers: ["cache-control": "No-Store"]))
-        #expect(fresh.statistics.entries == 0)
-    }
-
-    @Test(
-        "a request's no-cache, max-age=0 or Pragma: no-cache revalidates the entry",
-        arguments: [
-            ["Cache-Control": "no-cache"], ["Cache-Control": "max-age=0"], ["Pragma": "no-cache"],
-            ["cache-control": "private, MAX-AGE=0"],
-        ])
-    func requestRevalidates(headers: [String: String]) async throws {
-        let origin = ValidatingOrigin()
-        let loader = ScriptedOrigin(respond: origin.responder)
-        let transport = makeTransport(loader: loader)
-        let (stored, _) = try await transport.data(for: request(url))
-        let (data, response) = try await transport.data(for: request(url, headers: headers))
-        #expect(loader.callCount == 2)
-        #expect(loader.calls[1].value(forHTTPHeaderField: "If-None-Match") == ValidatingOrigin.entityTag(version: 1))
-        #expect(data == stored)
-        #expect((response as? HTTPURLResponse)?.statusCode == 200)
-        #expect(origin.notModifiedAnswers == 1)
-    }
-
-    @Test("Pragma: no-cache does not count beside a Cache-Control that allows reuse")
-    func pragmaBesideCacheControl() async throws {
-        let loader = echoOrigin()
-        let transport = makeTransport(loader: loader)
-        _ = try await transport.data(for: request(url))
-        _ = try await transport.data(for: request(url, headers: ["Pragma": "no-cache", "Cache-Control": "max-age=60"]))
-        #expect(loader.callCount == 1)
-    }
-}
-
 @Suite("Following HTTP caching (conformsToHTTPCaching)")
 struct HTTPCachingTests {
     let url = "https://api.example.com/doc"
@@ -295,58 +237,5 @@ struct HTTPCachingTests {
         _ = try await transport.data(for: request(url))
         _ = try await transport.data(for: request(url, policy: .returnCacheDataElseLoad))
         #expect(loader.callCount == 1)
-    }
-}
-
-@Suite("HTTP dates")
-struct HTTPDateTests {
-    @Test(
-        "the three forms HTTP allows are read, names in any case",
-        arguments: [
-            "Thu, 18 Aug 2050 02:01:18 GMT", "Thursday, 18-Aug-50 02:01:18 GMT", "Thu Aug 18 02:01:18 2050",
-            "THU, 18 AUG 2050 02:01:18 gmt",
-        ])
-    func validForms(value: String) throws {
-        let date = try #require(HTTPDate.parse(value))
-        #expect(date.timeIntervalSince1970 == 2_544_400_878)
-    }
-
-    @Test(
-        "anything else is no date",
-        arguments: [
-            "Thu, 18 Aug 2050 02:01:18 UTC", "Thu, 18 Aug 2050 02:01:18 AEST", "Thu, 18 Aug 50 02:01:18 GMT",
-            "Thu 18 Aug 2050 02:01:18 GMT", "Thu, 18  Aug  2050 02:01:18 GMT", "Thu, 18-Aug-2050 02:01:18 GMT",
-            "Thu, 18 Aug 2050 02.01.18 GMT", "Thu, 18 Aug 2050 2:01:18 GMT", "0", "",
-            "Thu, 18 Aug 2050 2:01:18 GMT, Thu, 18 Aug 2050 2:01:19 GMT",
-        ])
-    func invalidForms(value: String) {
-        #expect(HTTPDate.parse(value) == nil)
-    }
-
-    @Test("a two-digit year more than 50 years ahead is in the past century")
-    func twoDigitYear() throws {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "GMT")!
-        let year = calendar.component(.year, from: Date())
-        let ahead = (year + 60) % 100
-        let date = try #require(HTTPDate.parse(String(format: "Sunday, 06-Nov-%02d 08:49:37 GMT", ahead)))
-        #expect(calendar.component(.year, from: date) == year + 60 - 100)
-    }
-}
-
-@Suite("HTTP caching: connection fields")
-struct ConnectionFieldTests {
-    @Test("fields the response's Connection names are neither stored nor passed on")
-    func connectionListedFields() async throws {
-        let loader = ScriptedOrigin(
-            respond: ScriptedOrigin.ok(headers: ["Connection": "a, close", "A": "1", "Cache-Control": "max-age=60"]))
-        let transport = makeTransport(loader: loader) { $0.conformsToHTTPCaching = true }
-        let (_, first) = try await transport.data(for: request("https://api.example.com/c"))
-        let (_, second) = try await transport.data(for: request("https://api.example.com/c"))
-        #expect(loader.callCount == 1)
-        for response in [first, second] {
-            #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "A") == nil)
-            #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Control") == "max-age=60")
-        }
     }
 }

@@ -206,27 +206,29 @@ struct LocalWriteTests {
         let body = Locked("[\"a\"]")
         let transport = makeTransport(loader: Self.listOrigin(body))
         let (base, _) = try await transport.data(for: list)
-        let firstGate = AsyncGate()
-        let secondGate = AsyncGate()
+        let firstGate = Gate()
+        let secondGate = Gate()
         // An update shows its provisional answer before it first suspends: started at once, it
         // shows when `startCall` returns.
         let first = startCall {
             try await transport.optimisticUpdate([ProvisionalAnswer(for: list, value: ["first"])]) {
                 try await firstGate.wait()
+                throw Failed()
             }
         }
         #expect(try await transport.data(for: list).0.text == "[\"first\"]")
         let second = startCall {
             try await transport.optimisticUpdate([ProvisionalAnswer(for: list, value: ["second"])]) {
                 try await secondGate.wait()
+                throw Failed()
             }
         }
         #expect(try await transport.data(for: list).0.text == "[\"second\"]")
 
-        firstGate.fail()
+        firstGate.open()
         #expect(await thrownError { try await first.value } != nil)
         #expect(try await transport.data(for: list).0.text == "[\"second\"]")
-        secondGate.fail()
+        secondGate.open()
         #expect(await thrownError { try await second.value } != nil)
         #expect(try await transport.data(for: list).0 == base)
     }
@@ -239,10 +241,11 @@ struct LocalWriteTests {
         let transport = makeTransport(loader: origin)
         let early = Task { try await transport.data(for: list) }
         await origin.waitForCalls(1)
-        let gate = AsyncGate()
+        let gate = Gate()
         let update = startCall {
             try await transport.optimisticUpdate([ProvisionalAnswer(for: list, value: ["mine"])]) {
                 try await gate.wait()
+                throw Failed()
             }
         }
         // Asked without a request: one would join the fetch the origin holds.
@@ -255,7 +258,7 @@ struct LocalWriteTests {
         body.withLock { $0 = "[\"new\"]" }
         #expect(try await transport.refresh(list).0.text == "[\"new\"]")
         #expect(try await transport.data(for: list).0.text == "[\"mine\"]")
-        gate.fail()
+        gate.open()
         #expect(await thrownError { try await update.value } != nil)
         #expect(try await transport.data(for: list).0.text == "[\"new\"]")
     }
@@ -382,36 +385,5 @@ struct LocalWriteTests {
         #expect(try await transport.data(for: english).0.text == "origin en")
         #expect(try await transport.data(for: french).0.text == "origin fr")
         #expect(origin.callCount == 2)
-    }
-}
-
-/// Holds a task's write until it is told to fail it.
-final class AsyncGate: Sendable {
-    private struct State {
-        var waiter: CheckedContinuation<Void, any Error>?
-        var failed = false
-    }
-
-    private let state = Locked(State())
-
-    struct Failure: Error {}
-
-    func wait() async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let failNow = state.withLock { state -> Bool in
-                if !state.failed { state.waiter = continuation }
-                return state.failed
-            }
-            if failNow { continuation.resume(throwing: Failure()) }
-        }
-    }
-
-    func fail() {
-        let waiter = state.withLock { state in
-            state.failed = true
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume(throwing: Failure())
     }
 }
