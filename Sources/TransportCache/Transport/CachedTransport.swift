@@ -22,8 +22,10 @@ import FoundationNetworking
 /// ## The key
 /// Method, URL with query (scheme and host lowercased, default port and fragment dropped), and the
 /// values of `Authorization`, `Cookie`, `Accept`, `Accept-Language` and
-/// ``Configuration/keyHeaders``. Requests with different credentials never share an entry or a
-/// fetch. A stored response's `Vary` headers must match too.
+/// ``Configuration/keyHeaders``, after the keyed adapters (``RequestAdapter/keyed(_:)``); with
+/// ``Credentials``, the account of the current credential instead of its token. Requests with
+/// different credentials never share an entry or a fetch. A stored response's `Vary` headers must
+/// match too. Every call that takes a request keys it this way.
 ///
 /// ## Policies
 /// `useProtocolCachePolicy` and `returnCacheDataElseLoad` answer from memory when they can (within
