@@ -249,6 +249,24 @@ struct AuthenticationTests {
         #expect(transport.statistics.entries == 0)
     }
 
+    @Test("the refresh limit's window is counted by the transport's clock")
+    func refreshLimitWindowByTheTransportClock() async throws {
+        let origin = authenticatingOrigin(accepting: Locked([]))
+        let authenticator = TokenAuthenticator()
+        let clock = TestClock()
+        let credentials = Credentials(
+            authenticator, credential: "me-1", limit: RefreshLimit(maximumRefreshes: 1, window: .seconds(60)))
+        let transport = makeTransport(loader: origin, clock: clock) { $0.authenticate(with: credentials) }
+        _ = try await transport.data(from: URL(string: "\(base)/0")!)
+        await #expect {
+            try await transport.data(from: URL(string: "\(self.base)/1")!)
+        } throws: { ($0 as? AuthenticationError)?.code == .tooManyRefreshes }
+        clock.advance(by: .seconds(61))
+        let (_, response) = try await transport.data(from: URL(string: "\(base)/2")!)
+        #expect((response as? HTTPURLResponse)?.statusCode == 401)
+        #expect(authenticator.refreshes == 2)
+    }
+
     @Test("a refresh that returns the refused credential fails with credentialUnchanged")
     func refreshReturnsTheSameCredential() async throws {
         let origin = authenticatingOrigin(accepting: Locked([]))

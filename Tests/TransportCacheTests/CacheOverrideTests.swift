@@ -58,6 +58,24 @@ struct CacheOverrideTests {
         #expect(rewritten.value(forHTTPHeaderField: "Vary") == "Accept")
     }
 
+    @Test("an Expires is compared with the transport's clock, not the system's")
+    func expiresReadByTheTransportClock() async throws {
+        // 2010 is past by the system's clock and ahead of a clock set in 2000.
+        let headers = ["Expires": "Fri, 01 Jan 2010 00:00:00 GMT"]
+        let clock = TestClock(date: Date(timeIntervalSince1970: 946_684_800))
+        var override = CacheOverride()
+        #expect(override.rewritten(response(headers)).value(forHTTPHeaderField: "X-Original-Expires") != nil)
+        override.clock = clock.cacheClock
+        #expect(override.rewritten(response(headers)).value(forHTTPHeaderField: "X-Original-Expires") == nil)
+
+        let loader = ScriptedOrigin(respond: ScriptedOrigin.ok(headers: headers))
+        let transport = makeTransport(loader: loader, clock: clock)
+        let (_, answer) = try await transport.data(for: request(url.absoluteString))
+        let http = try #require(answer as? HTTPURLResponse)
+        #expect(http.value(forHTTPHeaderField: "Expires") == headers["Expires"])
+        #expect(http.value(forHTTPHeaderField: "X-Original-Expires") == nil)
+    }
+
     @Test("it applies to every http(s) URL by default, and only to its endpoints when given")
     func scope() {
         #expect(CacheOverride().applies(to: url))

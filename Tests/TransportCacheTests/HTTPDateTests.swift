@@ -8,6 +8,9 @@ import TransportCacheTesting
 
 @Suite("HTTP dates")
 struct HTTPDateTests {
+    /// 2027: every date below reads the same against it.
+    let reference = Date(timeIntervalSince1970: 1_800_000_000)
+
     @Test(
         "the three forms HTTP allows are read, names in any case",
         arguments: [
@@ -15,7 +18,7 @@ struct HTTPDateTests {
             "THU, 18 AUG 2050 02:01:18 gmt",
         ])
     func validForms(value: String) throws {
-        let date = try #require(HTTPDate.parse(value))
+        let date = try #require(HTTPDate.parse(value, now: reference))
         #expect(date.timeIntervalSince1970 == 2_544_400_878)
     }
 
@@ -28,16 +31,19 @@ struct HTTPDateTests {
             "Thu, 18 Aug 2050 2:01:18 GMT, Thu, 18 Aug 2050 2:01:19 GMT",
         ])
     func invalidForms(value: String) {
-        #expect(HTTPDate.parse(value) == nil)
+        #expect(HTTPDate.parse(value, now: reference) == nil)
     }
 
-    @Test("a two-digit year more than 50 years ahead is in the past century")
+    @Test("a two-digit year more than 50 years after the transport's clock is in the century before")
     func twoDigitYear() throws {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "GMT")!
-        let year = calendar.component(.year, from: Date())
-        let ahead = (year + 60) % 100
-        let date = try #require(HTTPDate.parse(String(format: "Sunday, 06-Nov-%02d 08:49:37 GMT", ahead)))
-        #expect(calendar.component(.year, from: date) == year + 60 - 100)
+        func year(_ value: String, readIn now: Int) throws -> Int {
+            let reference = try #require(calendar.date(from: DateComponents(year: now, month: 6, day: 1)))
+            return calendar.component(.year, from: try #require(HTTPDate.parse(value, now: reference)))
+        }
+        let value = "Sunday, 06-Nov-90 08:49:37 GMT"
+        #expect(try year(value, readIn: 2026) == 1990)
+        #expect(try year(value, readIn: 2045) == 2090)
     }
 }

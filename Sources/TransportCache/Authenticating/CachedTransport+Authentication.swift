@@ -64,7 +64,7 @@ extension CachedTransport {
         TaskLoad(
             task: Task {
                 do {
-                    try await credentials.recover(fromRefusalOf: request, at: refused)
+                    try await credentials.recover(fromRefusalOf: request, at: refused, clock: planner.policy.clock)
                 } catch {
                     if !Task.isCancelled, let url = request.url { fail(fetchID, with: error, url: url) }
                     return
@@ -89,7 +89,7 @@ extension CachedTransport {
         guard let credentials = preparation.credentials, let generation = outgoing.generation,
             credentials.isRefusal(answer.1, to: outgoing.request)
         else { return answer }
-        try await credentials.recover(fromRefusalOf: outgoing.request, at: generation)
+        try await credentials.recover(fromRefusalOf: outgoing.request, at: generation, clock: planner.policy.clock)
         return try await loader.load(
             try await preparation.outgoing(plan.request, keyedFor: .keyed(plan.account)).request)
     }

@@ -156,7 +156,7 @@ extension Credentials: CredentialApplying {
         return authenticator.isRefusal(response, to: request)
     }
 
-    func recover(fromRefusalOf request: URLRequest, at refused: Int) async throws {
+    func recover(fromRefusalOf request: URLRequest, at refused: Int, clock: CacheClock) async throws {
         while true {
             let (credential, generation, running, signedOut) = state.withLock {
                 ($0.credential, $0.generation, $0.liveRefresh(), $0.signedOut == $0.generation)
@@ -169,7 +169,7 @@ extension Credentials: CredentialApplying {
                 continue
             }
             guard let credential else { throw AuthenticationError(.noCredential) }
-            if let refresh = try startRefresh(of: credential, refusing: request, ifStill: generation) {
+            if let refresh = try startRefresh(of: credential, refusing: request, ifStill: generation, at: clock.now) {
                 try await Self.wait(for: refresh)
             }
         }
@@ -187,14 +187,15 @@ extension Credentials: CredentialApplying {
         ended?.end()
     }
 
-    /// Starts the one refresh of `credential`, unless the state moved on since it was read at
-    /// `generation` (then nil: read it again).
+    /// Starts the one refresh of `credential` at `now` (the transport's clock), unless the state
+    /// moved on since it was read at `generation` (then nil: read it again). The refresh is
+    /// registered under the lock and its task started after it.
     private func startRefresh(
-        of credential: Authenticating.Credential, refusing request: URLRequest, ifStill generation: Int
+        of credential: Authenticating.Credential, refusing request: URLRequest, ifStill generation: Int,
+        at now: ContinuousClock.Instant
     ) throws -> SharedRefresh? {
-        try state.withLock { state -> SharedRefresh? in
+        let refresh = try state.withLock { state -> SharedRefresh? in
             guard state.generation == generation, state.liveRefresh() == nil else { return nil }
-            let now = ContinuousClock.now
             state.refreshStarts.removeAll { now - $0 >= limit.window }
             guard state.refreshStarts.count < limit.maximumRefreshes else {
                 throw AuthenticationError(.tooManyRefreshes)
@@ -202,11 +203,14 @@ extension Credentials: CredentialApplying {
             state.refreshStarts.append(now)
             let refresh = SharedRefresh()
             state.refresh = refresh
+            return refresh
+        }
+        if let refresh {
             refresh.start { [self] in
                 try await self.refreshed(credential, refusing: request, generation: generation, by: refresh)
             }
-            return refresh
         }
+        return refresh
     }
 
     /// Waits for `refresh`; a cancellation that is not the caller's own (the refresh was ended,
@@ -264,7 +268,7 @@ extension Credentials: CredentialApplying {
 /// A request with the current credential on it, and which credential that was.
 struct Authenticated: Sendable {
     let request: URLRequest
-    /// The credential's place among those that were current (see ``CredentialApplying/recover(fromRefusalOf:at:)``).
+    /// The credential's place among those that were current (see ``CredentialApplying/recover(fromRefusalOf:at:clock:)``).
     let generation: Int
     /// What a key made for that credential holds (see ``CredentialApplying/currentAccount()``).
     let account: String?
@@ -279,9 +283,10 @@ protocol CredentialApplying: Sendable {
     /// Whether `response` to `request` refuses its credential.
     func isRefusal(_ response: URLResponse, to request: URLRequest) -> Bool
     /// Returns once a credential later than the `refused`-th, which `request` was refused with,
-    /// is current: at once when one is, else after the one shared refresh.
+    /// is current: at once when one is, else after the one shared refresh. The refresh limit's
+    /// window is counted by `clock`, the transport's.
     /// - Throws: ``AuthenticationError`` when there is none to be had; `CancellationError`.
-    func recover(fromRefusalOf request: URLRequest, at refused: Int) async throws
+    func recover(fromRefusalOf request: URLRequest, at refused: Int, clock: CacheClock) async throws
     /// Ends the refresh under way when the current credential is `partition`'s, and keeps that
     /// credential from being sent or refreshed again until the app sets another.
     func signedOut(partition: String)

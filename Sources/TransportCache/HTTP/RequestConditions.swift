@@ -15,10 +15,13 @@ struct RequestConditions: Sendable {
     private var modifiedSince: Date?
     private var range: ByteRange?
     private var ifRange: String?
+    /// The transport's clock when the request was planned: what a two-digit year is read against.
+    private let now: Date
 
     /// The conditions of a `GET` or `HEAD` request with `fields`; nil when a stored response may
     /// not answer them (another method, or a condition for the origin alone).
-    init?(_ fields: [String: String]?, method: String) {
+    init?(_ fields: [String: String]?, method: String, now: Date) {
+        self.now = now
         guard method == "GET" || method == "HEAD", let fields else { return nil }
         var hasNoneMatch = false
         for (name, value) in fields {
@@ -28,7 +31,7 @@ struct RequestConditions: Sendable {
                 hasNoneMatch = true
                 noneMatch = EntityTag.Condition(value)
             // Not a valid date (one that holds a list among them): ignored (RFC 9110 13.1.3).
-            case "if-modified-since": modifiedSince = HTTPDate.parse(value)
+            case "if-modified-since": modifiedSince = HTTPDate.parse(value, now: now)
             // Range is defined for GET only; a field that cannot be read is ignored (14.2).
             case "range": range = method == "GET" ? ByteRange(value) : nil
             case "if-range": ifRange = value
@@ -60,8 +63,8 @@ struct RequestConditions: Sendable {
         } else if let modifiedSince {
             // RFC 9111 4.3.2: the stored Last-Modified, else its Date, else when it was received.
             let modified =
-                response.headerValue("last-modified").flatMap(HTTPDate.parse)
-                ?? response.headerValue("date").flatMap(HTTPDate.parse) ?? receivedAt
+                response.headerValue("last-modified").flatMap(parse)
+                ?? response.headerValue("date").flatMap(parse) ?? receivedAt
             if modified <= modifiedSince { return .notModified }
         }
         guard let range, response.statusCode == 200, !Self.isEncoded(response), rangeApplies(to: response) else {
@@ -80,12 +83,14 @@ struct RequestConditions: Sendable {
             return tag.matchesStrongly(stored)
         }
         // A Last-Modified is strong only when its Date is at least a second later (8.8.2.2).
-        guard let date = HTTPDate.parse(ifRange),
-            let lastModified = response.headerValue("last-modified").flatMap(HTTPDate.parse),
-            let responseDate = response.headerValue("date").flatMap(HTTPDate.parse)
+        guard let date = parse(ifRange),
+            let lastModified = response.headerValue("last-modified").flatMap(parse),
+            let responseDate = response.headerValue("date").flatMap(parse)
         else { return false }
         return date == lastModified && responseDate.timeIntervalSince(lastModified) >= 1
     }
+
+    private func parse(_ value: String) -> Date? { HTTPDate.parse(value, now: now) }
 
     /// Whether the stored bytes may differ from the representation's: ranges count the bytes of
     /// the encoded representation, and the loader may have decoded them.

@@ -23,6 +23,12 @@ public struct CacheOverride: Sendable {
     /// The URLs the override applies to; empty, the default, means every http(s) URL.
     public var endpoints: [Endpoint]
 
+    /// The clock an `Expires` is compared with. A ``CachedTransport`` sets it to its
+    /// ``CachedTransport/Configuration/clock``.
+    ///
+    /// Default: ``CacheClock/continuous``.
+    public var clock: CacheClock = .continuous
+
     /// - Parameters:
     ///   - maximumAge: the `max-age` written into rewritten responses; a ``CachedTransport``'s
     ///     own entries stay fresh for its ``CachedTransport/Configuration/maximumAge`` instead.
@@ -45,7 +51,7 @@ public struct CacheOverride: Sendable {
         if let rewritten = response as? TransportHTTPURLResponse, rewritten.isFresh { return response }
         guard let url = response.url else { return response }
         let headers = HeaderFields(of: response)
-        guard Self.needsRewrite(headers) else { return response }
+        guard needsRewrite(headers) else { return response }
         var fields = HeaderFields()
         var originals: [(name: String, lowercasedName: String, value: String)] = []
         for (lowercasedName, field) in headers.byLowercasedName {
@@ -78,7 +84,7 @@ public struct CacheOverride: Sendable {
     }
 
     /// True when a response with `headers` would not be reused as it is.
-    static func needsRewrite(_ headers: HeaderFields) -> Bool {
+    func needsRewrite(_ headers: HeaderFields) -> Bool {
         let cacheControl = CacheControl(headers["cache-control"])
         if cacheControl.noCache || cacheControl.noStore || cacheControl.mustRevalidate || cacheControl.isPrivate
             || cacheControl.maxAge == .value(0)
@@ -89,8 +95,9 @@ public struct CacheOverride: Sendable {
         if let vary = headers["vary"], HeaderList.contains("*", in: vary) { return true }
         let hasPositiveMaxAge = (cacheControl.maxAge?.seconds ?? 0) > 0
         if let expires = headers["expires"] {
-            guard let date = HTTPDate.parse(expires) else { return true }
-            return date <= Date() && !hasPositiveMaxAge
+            let now = clock.date
+            guard let date = HTTPDate.parse(expires, now: now) else { return true }
+            return date <= now && !hasPositiveMaxAge
         }
         return !hasPositiveMaxAge
     }

@@ -70,7 +70,7 @@ public struct RetryPolicy: Sendable, Hashable {
                 return nil
             }
             // A date is read against the origin's own clock when it sent one: the client's may be off.
-            let originNow = http.headerValue("date").flatMap(HTTPDate.parse) ?? now
+            let originNow = http.headerValue("date").flatMap { HTTPDate.parse($0, now: now) } ?? now
             if let retryAfter = http.headerValue("retry-after"), let wait = Self.wait(retryAfter, now: originNow) {
                 return min(wait, maximumDelay)
             }
@@ -93,7 +93,7 @@ public struct RetryPolicy: Sendable, Hashable {
             guard let seconds = Int64(text) else { return .seconds(Int64.max / 1_000_000_000) }
             return .seconds(seconds)
         }
-        guard let date = HTTPDate.parse(String(text)) else { return nil }
+        guard let date = HTTPDate.parse(String(text), now: now) else { return nil }
         return .milliseconds(max(0, Int64(date.timeIntervalSince(now) * 1000)))
     }
 }

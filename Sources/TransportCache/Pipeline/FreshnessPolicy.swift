@@ -60,16 +60,17 @@ struct FreshnessPolicy: Sendable {
         let pragmaNoCache =
             response.headerValue("cache-control") == nil
             && response.headerValue("pragma").map { HeaderList.contains("no-cache", in: $0) } == true
-        let date = response.headerValue("date").flatMap(HTTPDate.parse) ?? responseTime
+        let parse = { (value: String) in HTTPDate.parse(value, now: responseTime) }
+        let date = response.headerValue("date").flatMap(parse) ?? responseTime
         var lifetime: TimeInterval
         if cacheControl.noCache || pragmaNoCache {
             lifetime = 0
         } else if let maxAge = cacheControl.maxAge {
             lifetime = TimeInterval(maxAge.seconds ?? 0)
         } else if let expires = response.headerValue("expires") {
-            lifetime = HTTPDate.parse(expires).map { max(0, $0.timeIntervalSince(date)) } ?? 0
+            lifetime = parse(expires).map { max(0, $0.timeIntervalSince(date)) } ?? 0
         } else if Self.heuristicStatuses.contains(response.statusCode) || cacheControl.isPublic,
-            let lastModified = response.headerValue("last-modified").flatMap(HTTPDate.parse)
+            let lastModified = response.headerValue("last-modified").flatMap(parse)
         {
             lifetime = max(0, date.timeIntervalSince(lastModified)) / 10
         } else {

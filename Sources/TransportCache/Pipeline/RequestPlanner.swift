@@ -103,7 +103,7 @@ final class RequestPlanner: Sendable {
         -> Plan?
     {
         guard policy.followsHTTPCaching, request.cachePolicy == .useProtocolCachePolicy, !directives.revalidates,
-            let conditions = RequestConditions(request.allHTTPHeaderFields, method: method)
+            let conditions = RequestConditions(request.allHTTPHeaderFields, method: method, now: policy.clock.date)
         else { return nil }
         var missReason = Plan.FetchReason.noEntry
         var isObserved = false

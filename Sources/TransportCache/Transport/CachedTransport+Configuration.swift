@@ -274,7 +274,12 @@ extension CachedTransport {
         /// A configuration with the defaults described on each property.
         public init() {}
 
-        /// The header override the transport applies: none when it follows HTTP caching.
-        var effectiveCacheOverride: CacheOverride? { conformsToHTTPCaching ? nil : cacheOverride }
+        /// The header override the transport applies, reading this configuration's clock: none
+        /// when it follows HTTP caching.
+        var effectiveCacheOverride: CacheOverride? {
+            guard !conformsToHTTPCaching, var cacheOverride else { return nil }
+            cacheOverride.clock = clock
+            return cacheOverride
+        }
     }
 }
