@@ -150,7 +150,7 @@ struct CacheOverrideTests {
 
     @Test("a transport's own fetches go through the override protocol, routed to that transport, unless it is off")
     func transportRoute() throws {
-        let routed = URLSessionLoader(configuration: .ephemeral, cacheOverride: CacheOverride())
+        let routed = URLSessionLoader(configuration: .ephemeral, routesThroughProtocol: true)
         let classes = routed.session.configuration.protocolClasses ?? []
         #expect(classes.first.map { $0 == TransportOverrideURLProtocol.self } == true)
 
@@ -163,7 +163,7 @@ struct CacheOverrideTests {
             TransportOverrideURLProtocol.outgoingRequest(for: tagged).value(
                 forHTTPHeaderField: TransportOverrideURLProtocol.routeHeader) == nil)
 
-        let plain = URLSessionLoader(configuration: .ephemeral, cacheOverride: nil)
+        let plain = URLSessionLoader(configuration: .ephemeral, routesThroughProtocol: false)
         #expect(
             !(plain.session.configuration.protocolClasses ?? []).contains { $0 == TransportOverrideURLProtocol.self })
         #expect(plain.routeValue == nil)
@@ -171,7 +171,7 @@ struct CacheOverrideTests {
 
     @Test("a dropped transport's route is gone: a request still tagged with it is not intercepted")
     func routeUnregistered() throws {
-        var loader: URLSessionLoader? = URLSessionLoader(configuration: .ephemeral, cacheOverride: CacheOverride())
+        var loader: URLSessionLoader? = URLSessionLoader(configuration: .ephemeral, routesThroughProtocol: true)
         var tagged = URLRequest(url: url)
         tagged.setValue(try #require(loader?.routeValue), forHTTPHeaderField: TransportOverrideURLProtocol.routeHeader)
         #expect(TransportOverrideURLProtocol.canInit(with: tagged))

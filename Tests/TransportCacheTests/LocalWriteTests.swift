@@ -74,6 +74,35 @@ struct LocalWriteTests {
         #expect(try await transport.data(for: list).0.isEmpty)
     }
 
+    @Test(
+        "an answer the app writes is stored exactly when the same answer fetched would be",
+        arguments: [
+            (200, ["Cache-Control": "no-cache"], true),
+            (201, [:], false),
+            (500, [:], false),
+            (200, ["Set-Cookie": "session=1"], false),
+            (200, ["Cache-Control": "no-store"], false),
+            (200, ["Vary": "*"], false),
+        ])
+    func writesAskTheFetchesQuestion(status: Int, headers: [String: String], storable: Bool) async throws {
+        // The override off, so that `no-store` and `Vary: *` are taken at their word.
+        let origin = ScriptedOrigin { _, _ in .init(status: status, headers: headers, text: "x") }
+        let transport = makeTransport(loader: origin) { $0.cacheOverride = nil }
+        let fetched = try await transport.response(for: list).2
+        #expect((fetched.storage == .stored(changedBytes: true)) == storable)
+        transport.invalidateAll()
+
+        let response = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!
+        let answer = ProvisionalAnswer(for: list, data: Data("x".utf8), response: response)
+        if storable {
+            try transport.store(answer)
+            #expect(transport.statistics.entries == 1)
+        } else {
+            #expect(throws: LocalWriteError.notCacheable(url)) { try transport.store(answer) }
+            #expect(transport.statistics.entries == 0)
+        }
+    }
+
     @Test("the provisional answer shows at once; the write's confirmed answer replaces it")
     func confirmed() async throws {
         let body = Locked("[\"a\"]")

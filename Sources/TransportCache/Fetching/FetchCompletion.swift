@@ -34,8 +34,9 @@ enum FetchedAnswer {
 }
 
 extension CachedTransport {
-    /// Completes fetch `fetchID` with `result`, on whatever thread the loader has it: one step
-    /// under the in-flight lock, then its action.
+    /// Completes fetch `fetchID` with `result`, on whatever thread the loader has it: the answer
+    /// read through the header override (``Committer/prepared(_:)``, its one application), then
+    /// one step under the in-flight lock, then its action.
     /// - Parameter refused: the answer refuses the request's credential (see ``Credentials``),
     ///   as the app's authenticator judged with no lock held.
     nonisolated func complete(
@@ -43,6 +44,7 @@ extension CachedTransport {
         refused: Bool = false
     ) {
         let duration = reporter.fetchEnded(interval, with: result)
+        let result = result.map { data, response in (data, committer.prepared(response)) }
         let action = inFlight.withLock { machine in
             completionStep(of: fetchID, with: result, duration: duration, refused: refused, in: &machine)
         }
@@ -77,7 +79,8 @@ extension CachedTransport {
     }
 
     /// The completion's step: retry, or take a `304`, then store the answer and answer each caller.
-    /// Call with the in-flight lock held.
+    /// `result` is the answer as the transport reads it (``Committer/prepared(_:)``). Call with
+    /// the in-flight lock held.
     nonisolated func completionStep(
         of fetchID: Int, with result: Result<(Data, URLResponse), any Error>, duration: Duration,
         refused: Bool = false, in machine: inout FetchStateMachine
@@ -106,8 +109,7 @@ extension CachedTransport {
         case .failed(let error):
             answerFailure(error, of: fetch, to: &callers)
             launches = []
-        case .fetched(let data, let fetched):
-            let response = committer.prepared(fetched)
+        case .fetched(let data, let response):
             let storage = committer.commitFetched(data, response: response, for: fetch)
             if fetch.isBackground, case .notStored(let reason) = storage, reason.refusesAnswer {
                 store.record { $0.failedBackgroundRevalidations += 1 }

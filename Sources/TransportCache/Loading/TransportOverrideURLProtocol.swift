@@ -3,22 +3,24 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The header override as installed in a ``CachedTransport``'s session.
+/// The protocol a ``CachedTransport``'s session sends its requests through.
 ///
-/// Protocol classes are configured per class, but every transport has its own override and its
-/// own inner session. The transport's loader tags each request with a private header naming its
-/// route; this class looks the route up, and strips the header before the request leaves.
+/// It fetches with the transport's inner session and rewrites nothing: the transport reads each
+/// answer through its header override once, in ``Committer/prepared(_:)``, whatever loaded it.
+///
+/// Protocol classes are configured per class, but every transport has its own inner session. The
+/// transport's loader tags each request with a private header naming its route; this class looks
+/// the route up, and strips the header before the request leaves.
 ///
 /// For the loader's own requests it does less: the loader registers each one as a
 /// ``PendingAnswer`` under its data task, with its route and the request as it was before it was
 /// tagged. The protocol then sends that request as it is (nothing to copy and strip), and hands
-/// the rewritten answer to the loader the moment its inner fetch has it, before delivering it to
+/// the answer to the loader the moment its inner fetch has it, before delivering it to
 /// the session as usual.
 final class TransportOverrideURLProtocol: CacheOverrideURLProtocol {
     static let routeHeader = "X-TransportCache-Route"
 
     struct Route: Sendable {
-        let override: CacheOverride?
         let session: URLSession
         /// Where the inner fetches report their metrics: the transport's events.
         let metrics: MetricsRelay
@@ -48,7 +50,7 @@ final class TransportOverrideURLProtocol: CacheOverrideURLProtocol {
             let value = request.value(forHTTPHeaderField: routeHeader), let id = Int(value),
             let route = routes.withLock({ $0[id] })
         else { return nil }
-        return (route.override, route.session)
+        return (nil, route.session)
     }
 
     override class func outgoingRequest(for request: URLRequest) -> URLRequest {
@@ -65,7 +67,7 @@ final class TransportOverrideURLProtocol: CacheOverrideURLProtocol {
 
     override func innerRoute() -> (override: CacheOverride?, session: URLSession)? {
         guard let route = pendingAnswer?.route else { return super.innerRoute() }
-        return (route.override, route.session)
+        return (nil, route.session)
     }
 
     override func innerRequest() -> URLRequest {

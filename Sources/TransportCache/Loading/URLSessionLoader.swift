@@ -17,7 +17,7 @@ import FoundationNetworking
 /// this loader's own. Every such task also gets a ``NetworkTaskDelegate``.
 final class URLSessionLoader: NetworkLoading {
     let session: URLSession
-    /// Where the header override sends this loader's requests, when it is on.
+    /// Where ``TransportOverrideURLProtocol`` sends this loader's requests, when they go through it.
     private let overrideRoute: (id: Int, route: TransportOverrideURLProtocol.Route)?
     /// The inner session is the process-wide one, which outlives the loader.
     private let sharesInnerSession: Bool
@@ -27,9 +27,9 @@ final class URLSessionLoader: NetworkLoading {
     private let sendsItself: Bool
 
     /// - Parameters:
-    ///   - cacheOverride: when set, requests go through ``TransportOverrideURLProtocol``, which
-    ///     fetches them with an inner session made from `configuration` and rewrites their
-    ///     caching headers.
+    ///   - routesThroughProtocol: requests go through ``TransportOverrideURLProtocol``, which
+    ///     fetches them with an inner session made from `configuration` (the transport does so
+    ///     when its header override is on; the override itself is applied by the transport).
     ///   - sessionDelegate: the delegate of the session that goes to the network. With one, that
     ///     session is always this loader's own.
     ///   - sharesInnerSession: `configuration` is the default one: fetch through
@@ -39,19 +39,19 @@ final class URLSessionLoader: NetworkLoading {
     ///     source firing until its answer arrives: about one core busy for that long). Ignored
     ///     with a `sessionDelegate`: a session's delegate hears every task of the session.
     init(
-        configuration: URLSessionConfiguration, cacheOverride: CacheOverride?,
+        configuration: URLSessionConfiguration, routesThroughProtocol: Bool,
         sessionDelegate: (any URLSessionDelegate)? = nil, sharesInnerSession: Bool = false
     ) {
         let configuration = CacheOverrideURLProtocol.innerConfiguration(from: configuration)
-        let sharesInnerSession = sharesInnerSession && cacheOverride != nil && sessionDelegate == nil
+        let sharesInnerSession = sharesInnerSession && routesThroughProtocol && sessionDelegate == nil
         self.sharesInnerSession = sharesInnerSession
-        sendsItself = cacheOverride == nil
-        if let cacheOverride {
+        sendsItself = !routesThroughProtocol
+        if routesThroughProtocol {
             let inner =
                 sharesInnerSession
                 ? CacheOverrideURLProtocol.sharedInnerSession
                 : URLSession(configuration: configuration, delegate: sessionDelegate, delegateQueue: nil)
-            let route = TransportOverrideURLProtocol.Route(override: cacheOverride, session: inner, metrics: metrics)
+            let route = TransportOverrideURLProtocol.Route(session: inner, metrics: metrics)
             overrideRoute = (TransportOverrideURLProtocol.register(route), route)
             configuration.protocolClasses = [TransportOverrideURLProtocol.self] + (configuration.protocolClasses ?? [])
             session = URLSession(configuration: configuration)
@@ -103,7 +103,7 @@ final class URLSessionLoader: NetworkLoading {
     /// Sends `request` through the session and completes once with the answer.
     ///
     /// Through the header override, the answer is taken from the protocol as soon as its inner
-    /// fetch has it and has rewritten it (see ``TransportOverrideURLProtocol``); the session's own
+    /// fetch has it (see ``TransportOverrideURLProtocol``); the session's own
     /// completion, which corelibs reaches only after two more queue hops, then finds it answered.
     /// Without the override, or when the protocol had nothing to hand over (an error before its
     /// fetch, a cancellation), the session's completion answers.

@@ -49,9 +49,10 @@ final class Committer: Sendable {
 
     typealias NotStoredReason = CacheOutcome.NotStoredReason
 
-    /// `response` as the transport reads it: through the header override when it applies (a
-    /// no-op on what already came through it, so the decision does not depend on the loader),
-    /// or, when following HTTP, without the fields that describe only the connection.
+    /// `response` as the transport reads it: through the header override when it applies, or,
+    /// when following HTTP, without the fields that describe only the connection. The one place
+    /// the override is applied to what the transport stores: each fetched answer (304s included)
+    /// once as it arrives, from any loader, and each answer the app writes.
     func prepared(_ response: URLResponse) -> URLResponse {
         guard let http = response as? HTTPURLResponse else { return response }
         guard let cacheOverride else { return HTTPResponseBuilder.withoutConnectionFields(http) }
@@ -77,11 +78,13 @@ final class Committer: Sendable {
     private func write(_ data: Data, response: URLResponse, for fetch: Fetch) -> CacheOutcome.Storage {
         // A fetch superseded in flight leaves the reason its key left (an invalidation) in place.
         if let superseded = fetch.supersededBecause { return .notStored(superseded) }
-        let unstorable = reasonNotToStore(response)
-        guard unstorable == nil, let entry = entry(data, response: response, for: fetch) else {
+        let entry: StoredResponse
+        switch storability(of: data, response: response, for: fetch) {
+        case .storable(let storable): entry = storable
+        case .notStorable(let reason):
             // The key was asked for anew and answered: why it once left no longer explains a miss.
             store.forgetDeparture(of: fetch.key)
-            return .notStored(unstorable ?? .variesOnEverything)
+            return .notStored(reason)
         }
         switch optimistic.withLock({ $0.offerBase(entry, for: fetch.key, order: fetch.order) }) {
         case .notUnderUpdate:
@@ -101,8 +104,9 @@ final class Committer: Sendable {
             if changedBytes, let url = URL(string: fetch.key.url) { broadcaster.enqueue(.updated(url)) }
             reporter.evicted(evicted)
             return .stored(changedBytes: changedBytes)
-        case .tooLarge, .replacedEntryGone:
-            return .notStored(.tooLarge)
+        case .replacedEntryGone:
+            // Not asked for: a fetched answer replaces no particular entry.
+            return .notStored(.supersededInFlight)
         }
     }
 
@@ -125,8 +129,7 @@ final class Committer: Sendable {
     private func merge(_ notModified: HTTPURLResponse, confirming validated: StoredResponse, for fetch: Fetch)
         -> (data: Data, response: URLResponse, storage: CacheOutcome.Storage)?
     {
-        let merged = NotModifiedMerge.merge(
-            validated.response, with: prepared(notModified) as? HTTPURLResponse ?? notModified)
+        let merged = NotModifiedMerge.merge(validated.response, with: notModified)
         let answer = { (storage: CacheOutcome.Storage) in (validated.data, merged.answered, storage) }
         if let superseded = fetch.supersededBecause {
             // Superseded by a newer reload: the body is confirmed, but the store is not this
@@ -135,11 +138,13 @@ final class Committer: Sendable {
             store.record { $0.notModified += 1 }
             return answer(.notStored(superseded))
         }
-        let unstorable = reasonNotToStore(merged.stored)
-        guard unstorable == nil, let updated = entry(validated.data, response: merged.stored, for: fetch) else {
-            // The origin now says the representation may not be stored (`no-store`) or varies on
-            // everything: it answers this exchange, and no other request.
-            let reason = unstorable ?? .variesOnEverything
+        let updated: StoredResponse
+        switch storability(of: validated.data, response: merged.stored, for: fetch) {
+        case .storable(let storable): updated = storable
+        case .notStorable(let reason):
+            // The origin now says the representation may not be stored (`no-store`), varies on
+            // everything, or its headers outgrew the entry: it answers this exchange, and no other
+            // request.
             return store.remove(validated, for: fetch.key) ? answer(.notStored(reason)) : nil
         }
         switch store.write(updated, for: fetch.key, replacing: validated) {
@@ -149,10 +154,39 @@ final class Committer: Sendable {
             return answer(.stored(changedBytes: false))
         case .replacedEntryGone:
             return nil
-        case .tooLarge:
-            _ = store.remove(validated, for: fetch.key)
-            return answer(.notStored(.tooLarge))
         }
+    }
+
+    /// Whether an answer may be stored, and if so the entry it makes.
+    enum Storability {
+        case storable(StoredResponse)
+        case notStorable(NotStoredReason)
+    }
+
+    /// Whether `data` and `response` (already ``prepared(_:)``), the answer to `request` keyed
+    /// `key`, may be stored, and the entry they make when they may: the one decision every writer
+    /// asks (fetched answers, `304` merges, answers the app writes, optimistic confirmations).
+    ///
+    /// Not stored: what is not HTTP, a `206` or a `304`, a status outside the storable ones (or,
+    /// following HTTP, one HTTP does not let a cache store), a `Set-Cookie`, a `no-store` the
+    /// override left, a `Vary: *`, and an entry larger than the largest the store takes (counted in
+    /// ``CacheStatistics/rejectedTooLarge``).
+    func storability(
+        of data: Data, response: URLResponse, key: CacheKey, request: URLRequest, requestTime: Date
+    ) -> Storability {
+        if let reason = reasonNotToStore(response) { return .notStorable(reason) }
+        guard let entry = entry(data, response: response, key: key, request: request, requestTime: requestTime)
+        else { return .notStorable(.variesOnEverything) }
+        guard entry.cost <= store.maximumEntryCost else {
+            store.record { $0.rejectedTooLarge += 1 }
+            return .notStorable(.tooLarge)
+        }
+        return .storable(entry)
+    }
+
+    private func storability(of data: Data, response: URLResponse, for fetch: Fetch) -> Storability {
+        storability(
+            of: data, response: response, key: fetch.key, request: fetch.request, requestTime: fetch.requestTime)
     }
 
     /// Why `response` must not be stored, or nil when it may be.
@@ -179,15 +213,10 @@ final class Committer: Sendable {
         return nil
     }
 
-    /// The entry for an answer `fetch` brought, or nil when its `Vary` is `*`. Its response
-    /// carries the outcome of a fresh answer from memory, so that a hit hands it over as it is.
-    private func entry(_ data: Data, response: URLResponse, for fetch: Fetch) -> StoredResponse? {
-        entry(data, response: response, key: fetch.key, request: fetch.request, requestTime: fetch.requestTime)
-    }
-
     /// The entry for `data` and `response` as the answer to `request`, stored under `key`,
-    /// asked for at `requestTime`; nil when its `Vary` is `*`.
-    func entry(_ data: Data, response: URLResponse, key: CacheKey, request: URLRequest, requestTime: Date)
+    /// asked for at `requestTime`; nil when its `Vary` is `*`. Its response carries the outcome of
+    /// a fresh answer from memory, so that a hit hands it over as it is.
+    private func entry(_ data: Data, response: URLResponse, key: CacheKey, request: URLRequest, requestTime: Date)
         -> StoredResponse?
     {
         let names = Vary.names(of: response)
@@ -337,9 +366,6 @@ final class Committer: Sendable {
             return finished.waiters
         }
     }
-
-    /// The largest entry the store takes.
-    var maximumEntryCost: Int { store.maximumEntryCost }
 
     // MARK: - Dropping entries
 

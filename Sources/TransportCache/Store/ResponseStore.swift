@@ -111,8 +111,6 @@ final class ResponseStore: Sendable {
         /// Stored; `changedBytes` is false when the same body was already held for the variant.
         /// `evicted`: the other keys evicted to make room.
         case stored(changedBytes: Bool, evicted: [CacheKey])
-        /// Larger than the largest entry allowed: not stored.
-        case tooLarge
         /// The entry to replace is no longer held (invalidated, evicted or replaced meanwhile).
         case replacedEntryGone
     }
@@ -130,11 +128,8 @@ final class ResponseStore: Sendable {
         var released = Released()
         var isNew = false
         let result = state.withLock { state -> WriteResult in
-            guard entry.cost <= maximumEntryCost else {
-                state.statistics.rejectedTooLarge += 1
-                state.departures.forget(key)
-                return .tooLarge
-            }
+            // Whether it fits was decided before (``Committer/storability(of:response:key:request:requestTime:)``).
+            assert(entry.cost <= maximumEntryCost)
             let held = state.entries.peekValue(forKey: key)
             isNew = held == nil
             let existing = held?.all ?? []

@@ -101,7 +101,7 @@ public actor CachedTransport {
             configuration: configuration,
             loader: URLSessionLoader(
                 configuration: copied ?? .ephemeral,
-                cacheOverride: configuration.effectiveCacheOverride,
+                routesThroughProtocol: configuration.effectiveCacheOverride != nil,
                 sessionDelegate: sessionDelegate,
                 sharesInnerSession: copied == nil
             ))

@@ -32,8 +32,10 @@ public struct ProvisionalAnswer: Sendable {
 /// Why the transport refused an answer the app wrote. Nothing was written.
 public enum LocalWriteError: Error, Sendable, Equatable {
     /// The request is not one the transport stores: another method than `GET` or `HEAD` (or a
-    /// query `POST`), another scheme than `http` or `https`, or no URL; or the response says
-    /// `Vary: *` and the header override does not rewrite it (it does by default).
+    /// query `POST`), another scheme than `http` or `https`, or no URL; or an answer the transport
+    /// would not store had the origin sent it: a status outside
+    /// ``CachedTransport/Configuration/storableStatusCodes``, a `Set-Cookie`, or a `no-store` or
+    /// `Vary: *` that the header override does not rewrite (it does by default).
     case notCacheable(URL?)
     /// The answer is larger than the largest entry the store takes
     /// (``CachedTransport/Configuration/maximumEntryShare`` of the capacity).
@@ -188,13 +190,13 @@ extension CachedTransport {
             ?? HTTPResponseBuilder.response(
                 url: url, statusCode: 200, headerFields: HeaderFields(["Content-Type": "application/json"]),
                 outcome: .fresh)
-        // Nil only for `Vary: *`, which no request could be answered from.
-        guard
-            let entry = committer.entry(
-                answer.data, response: committer.prepared(response), key: key, request: request,
-                requestTime: planner.policy.clock.date)
-        else { throw LocalWriteError.notCacheable(url) }
-        guard entry.cost <= committer.maximumEntryCost else { throw LocalWriteError.tooLarge(url) }
-        return entry
+        switch committer.storability(
+            of: answer.data, response: committer.prepared(response), key: key, request: request,
+            requestTime: planner.policy.clock.date)
+        {
+        case .storable(let entry): return entry
+        case .notStorable(.tooLarge): throw LocalWriteError.tooLarge(url)
+        case .notStorable: throw LocalWriteError.notCacheable(url)
+        }
     }
 }
