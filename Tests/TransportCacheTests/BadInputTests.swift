@@ -188,6 +188,7 @@ struct BadInputTests {
     @Test("a change buffer of zero or less still delivers the newest change", arguments: [0, -5])
     func degenerateChangeBuffer(limit: Int) async throws {
         let transport = makeTransport(loader: echoOrigin()) { $0.changeBufferLimit = limit }
+        _ = try await transport.data(for: request("https://api.example.com/items"))
         var changes = transport.changes().makeAsyncIterator()
         transport.invalidateAll()
         #expect(await changes.next() == .cleared)

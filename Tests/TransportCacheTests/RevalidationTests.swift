@@ -31,6 +31,33 @@ struct RevalidationTests {
         #expect(await changes.next() == .invalidated(urls: [URL(string: url)!], endpoint: nil))
     }
 
+    @Test(
+        "a 304 that now says no-store answers its callers, drops the entry and announces that it left",
+        .timeLimit(.minutes(1)))
+    func notModifiedNoStore() async throws {
+        let calls = Locked(0)
+        let loader = ScriptedOrigin { _, _ in
+            let call = calls.withLock { calls in
+                calls += 1
+                return calls
+            }
+            return call == 1
+                ? .init(headers: ["ETag": "\"1\""], text: "body")
+                : .init(status: 304, headers: ["ETag": "\"1\"", "Cache-Control": "no-store"])
+        }
+        // The override off, so that the 304's no-store is taken at its word.
+        let transport = makeTransport(loader: loader) { $0.cacheOverride = nil }
+        _ = try await transport.data(for: request(url))
+        var changes = transport.changes().makeAsyncIterator()
+
+        let (data, response) = try await transport.refresh(request(url))
+
+        #expect(data.text == "body")
+        #expect(response.cacheOutcome?.storage == .notStored(.noStore))
+        #expect(transport.statistics.entries == 0)
+        #expect(await changes.next() == .invalidated(urls: [URL(string: url)!], endpoint: nil))
+    }
+
     @Test("a refresh of a changed entry gets the new body and one updated")
     func refreshChanged() async throws {
         let origin = ValidatingOrigin(validators: .entityTag)

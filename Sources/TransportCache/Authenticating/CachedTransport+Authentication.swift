@@ -152,7 +152,7 @@ extension CachedTransport {
     /// - Complexity: O(n) in the keys held, read a batch at a time under the lock a hit takes.
     public nonisolated func signOut(partition: String) {
         preparation?.credentials?.signedOut(partition: partition)
-        let (waiters, loads) = committer.dropPartition(partition)
+        let (waiters, loads) = committer.remove(.partition(partition)).abandoned
         for waiter in waiters {
             let outcome = CacheOutcome(source: .network(waiter.reason))
             waiter.resume(with: .failure(AuthenticationError(.signedOut).carrying(outcome)))

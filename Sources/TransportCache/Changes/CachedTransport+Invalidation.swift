@@ -4,7 +4,8 @@ import FoundationNetworking
 #endif
 
 extension CachedTransport {
-    /// Drops what is stored for `request`'s key (every `Vary` variant of it), and announces it.
+    /// Drops what is stored for `request`'s key (every `Vary` variant of it), and announces it
+    /// (``CacheChange/invalidated(urls:endpoint:)``); a key that holds nothing announces nothing.
     ///
     /// The request is keyed as ``data(for:)`` keys it (the keyed adapters, the account of the
     /// current credential), so the plain request a screen holds finds its entry. A fetch for the
@@ -15,14 +16,12 @@ extension CachedTransport {
     public nonisolated func invalidate(_ request: URLRequest) {
         guard let keyed = try? keyed(request), let key = planner.storedKey(of: keyed.request, account: keyed.account)
         else { return }
-        let url = URL(string: key.url) ?? keyed.request.url
-        committer.drop(
-            .keys([key]),
-            announcing: { _ in .invalidated(urls: url.map { [$0] } ?? [], endpoint: nil) })
+        committer.remove(.invalidation(.keys([key])))
     }
 
     /// Drops every stored entry whose URL belongs to `endpoint`, for every method and identity,
-    /// and announces the URLs dropped. Runs on the caller's thread, without waiting for the actor.
+    /// and announces the URLs dropped, with `endpoint`; an endpoint that matches nothing stored
+    /// announces nothing. Runs on the caller's thread, without waiting for the actor.
     ///
     /// The transport keeps its keys by host and path, so an exact URL, a host or a path prefix
     /// finds its entries without looking at the others. A hit on another task waits at most for
@@ -31,9 +30,7 @@ extension CachedTransport {
     ///   O(h) in the hosts held for a prefix on every host); O(n) in the stored entries for a
     ///   predicate, asked without holding the lock a hit takes.
     public nonisolated func invalidate(_ endpoint: Endpoint) {
-        committer.drop(
-            .endpoint(endpoint),
-            announcing: { removed in .invalidated(urls: Committer.urls(of: removed.map(\.url)), endpoint: endpoint) })
+        committer.remove(.invalidation(.endpoint(endpoint), endpoint: endpoint))
     }
 
     /// Drops every stored entry whose request was given `tag` (``data(for:tags:)``), across URLs,
@@ -44,16 +41,12 @@ extension CachedTransport {
     /// - Complexity: O(k) in the entries the tag names, whatever else is stored.
     @discardableResult
     public nonisolated func invalidate(tag: String) -> Int {
-        committer.drop(
-            .tag(tag),
-            announcing: { removed in
-                removed.isEmpty ? nil : .invalidated(urls: Committer.urls(of: removed.map(\.url)), endpoint: nil)
-            }
-        ).count
+        committer.remove(.invalidation(.tag(tag))).keys.count
     }
 
-    /// Drops every stored entry, and announces ``CacheChange/cleared``. Runs on the caller's
-    /// thread, without waiting for the actor.
+    /// Drops every stored entry, and announces ``CacheChange/cleared`` (nothing when the store was
+    /// empty). Fetches in flight still answer their callers but store nothing. Runs on the
+    /// caller's thread, without waiting for the actor.
     ///
     /// The entries are taken out at once and released after the transport's locks, when there are
     /// many on a queue that frees them a slice at a time, so neither the caller nor a hit on
@@ -61,12 +54,12 @@ extension CachedTransport {
     /// per 100,000 entries.
     /// - Complexity: O(f) in the fetches in flight, whatever is stored.
     public nonisolated func invalidateAll() {
-        committer.dropAll()
+        committer.remove(.everything)
     }
 
     /// Invalidation after a successful unsafe request (RFC 9111 section 4.4): its URL, and the URLs
     /// in `Location` and `Content-Location` when they are on the same origin (another origin's
-    /// entries are not the sender's to drop).
+    /// entries are not the sender's to drop). Announces the URLs it dropped.
     nonisolated func invalidateTargets(of url: URL, response: HTTPURLResponse) {
         var targets: Set<String> = []
         if let target = URLNormalization.normalized(url) { targets.insert(target) }
@@ -80,9 +73,7 @@ extension CachedTransport {
             else { continue }
             targets.insert(normalized)
         }
-        committer.drop(
-            .urls(targets), sparingPendingUpdates: true,
-            announcing: { _ in .invalidated(urls: Committer.urls(of: targets), endpoint: nil) })
+        committer.remove(.invalidation(.urls(targets), sparingPendingUpdates: true))
     }
 
     /// Gives memory back when the system is short of it, as `NSCache` and `URLCache` do.
@@ -115,6 +106,6 @@ extension CachedTransport {
     /// - Complexity: O(n) in the number of stored entries, a few at a time under the lock a hit
     ///   takes; a critical trim takes the entries out at once.
     public nonisolated func trim(for pressure: MemoryPressure) {
-        committer.trim(for: pressure)
+        committer.remove(.pressure(pressure))
     }
 }

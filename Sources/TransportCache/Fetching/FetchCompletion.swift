@@ -95,7 +95,7 @@ extension CachedTransport {
             fetch.load = waitThenRetry(fetchID, after: delay)
             return .retrying(attempt: fetch.attempt, delay: delay)
         }
-        guard let fetched = takeNotModified(result, for: fetch) else {
+        guard let fetched = takeNotModified(result, for: fetch, in: &machine) else {
             fetch.requestTime = planner.policy.clock.date
             return .resend(
                 Launch(
@@ -131,7 +131,7 @@ extension CachedTransport {
     /// (invalidated, evicted or replaced while the request was in flight) and callers wait: the
     /// fetch is then sent again without conditions, so no caller ever gets the empty body of a 304.
     private nonisolated func takeNotModified(
-        _ result: Result<(Data, URLResponse), any Error>, for fetch: Fetch
+        _ result: Result<(Data, URLResponse), any Error>, for fetch: Fetch, in machine: inout FetchStateMachine
     ) -> FetchedAnswer? {
         let data: Data
         let fetched: URLResponse
@@ -143,7 +143,7 @@ extension CachedTransport {
             notModified.statusCode == 304
         else { return .fetched(data, fetched) }
         fetch.revalidating = nil
-        if let confirmed = committer.commitNotModified(notModified, confirming: validated, for: fetch) {
+        if let confirmed = committer.commitNotModified(notModified, confirming: validated, for: fetch, in: &machine) {
             return .notModified(confirmed.data, confirmed.response, confirmed.storage)
         }
         // Without callers (a background revalidation of an entry dropped meanwhile) the 304 is

@@ -116,19 +116,21 @@ final class Committer: Sendable {
     /// - Returns: the stored body, the response for the fetch's callers (which carries the 304's
     ///   `Set-Cookie`, never stored) and what became of the entry, or nil when `validated` is no
     ///   longer stored.
-    func commitNotModified(_ notModified: HTTPURLResponse, confirming validated: StoredResponse, for fetch: Fetch)
-        -> (data: Data, response: URLResponse, storage: CacheOutcome.Storage)?
-    {
-        let confirmed = merge(notModified, confirming: validated, for: fetch)
+    func commitNotModified(
+        _ notModified: HTTPURLResponse, confirming validated: StoredResponse, for fetch: Fetch,
+        in machine: inout FetchStateMachine
+    ) -> (data: Data, response: URLResponse, storage: CacheOutcome.Storage)? {
+        let confirmed = merge(notModified, confirming: validated, for: fetch, in: &machine)
         if let confirmed, let url = fetch.request.url {
             report(confirmed.storage, of: url, bytes: confirmed.data.count)
         }
         return confirmed
     }
 
-    private func merge(_ notModified: HTTPURLResponse, confirming validated: StoredResponse, for fetch: Fetch)
-        -> (data: Data, response: URLResponse, storage: CacheOutcome.Storage)?
-    {
+    private func merge(
+        _ notModified: HTTPURLResponse, confirming validated: StoredResponse, for fetch: Fetch,
+        in machine: inout FetchStateMachine
+    ) -> (data: Data, response: URLResponse, storage: CacheOutcome.Storage)? {
         let merged = NotModifiedMerge.merge(validated.response, with: notModified)
         let answer = { (storage: CacheOutcome.Storage) in (validated.data, merged.answered, storage) }
         if let superseded = fetch.supersededBecause {
@@ -145,7 +147,8 @@ final class Committer: Sendable {
             // The origin now says the representation may not be stored (`no-store`), varies on
             // everything, or its headers outgrew the entry: it answers this exchange, and no other
             // request.
-            return store.remove(validated, for: fetch.key) ? answer(.notStored(reason)) : nil
+            let removed = !remove(.variant(validated, of: fetch.key), in: &machine).keys.isEmpty
+            return removed ? answer(.notStored(reason)) : nil
         }
         switch store.write(updated, for: fetch.key, replacing: validated) {
         case .stored(_, let evicted):
@@ -317,7 +320,7 @@ final class Committer: Sendable {
                     continue
                 }
                 if let order = ending.endedOn { machine.updatesEnded(for: key, on: order) }
-                show(ending, of: key, rollingBack: failed)
+                show(ending, of: key, rollingBack: failed, in: &machine)
             }
         }
         publishQueuedChanges()
@@ -325,16 +328,17 @@ final class Committer: Sendable {
 
     /// Writes what `key` shows after an update ended, when it changed. Call with the in-flight
     /// lock held.
-    private func show(_ ending: OptimisticLayers.Ending, of key: CacheKey, rollingBack: Bool) {
+    private func show(
+        _ ending: OptimisticLayers.Ending, of key: CacheKey, rollingBack: Bool, in machine: inout FetchStateMachine
+    ) {
         let (before, after) = (ending.before, ending.after)
         guard before !== after else { return }
         let held = before.map { entry in store.state.withLock { $0.holds(entry, for: key) } } ?? false
         if rollingBack && !held { return }
         if let after {
             show(after, replacing: held ? before : nil)
-        } else if let before, held, store.remove(before, for: key), let url = URL(string: key.url) {
-            reporter.invalidated([key])
-            broadcaster.enqueue(.invalidated(urls: [url], endpoint: nil))
+        } else if let before, held {
+            remove(.variant(before, of: key), in: &machine)
         }
     }
 
@@ -367,26 +371,76 @@ final class Committer: Sendable {
         }
     }
 
-    // MARK: - Dropping entries
+    // MARK: - Removing entries
 
-    /// Drops every entry `selection` names, stops the fetches in flight for those keys from
-    /// storing their answers (their callers still get them) and from being joined, and announces
-    /// what `change` makes of the removed keys (nothing when it returns nil). The entries are found
-    /// through the store's indexes, and their answers released after every lock.
-    /// - Parameter sparingPendingUpdates: leave the keys with optimistic updates pending as they
-    ///   are (the invalidation a successful unsafe request makes, perhaps the update's own write:
-    ///   the update settles those keys itself).
-    /// - Returns: the keys removed.
+    /// What leaves the store on purpose, and why. Evictions to make room are the store's
+    /// (``ResponseStore/write(_:for:replacing:)``); every other removal is one of these.
+    enum Removing {
+        /// An invalidation of the keys `selection` names: a request's, an endpoint's, a tag's, or
+        /// an unsafe request's targets (`endpoint` names the endpoint invalidated, for the
+        /// announcement). With `sparingPendingUpdates`, the keys with optimistic updates pending
+        /// stay as they are: the update settles them itself.
+        case invalidation(ResponseStore.KeySelection, endpoint: Endpoint? = nil, sparingPendingUpdates: Bool = false)
+        /// Every key (``CachedTransport/invalidateAll()``).
+        case everything
+        /// Every key of a partition signed out.
+        case partition(String)
+        /// What memory pressure gives back.
+        case pressure(MemoryPressure)
+        /// One variant of `key`: a provisional answer taken back, or an entry the origin now says
+        /// may not be stored.
+        case variant(StoredResponse, of: CacheKey)
+    }
+
+    /// What a removal leaves to do once every lock is released.
+    struct Departure {
+        /// The keys removed, none of which is held any more (for ``Removing/variant(_:of:)``: the
+        /// key whose variant went).
+        var keys: [CacheKey] = []
+        /// Their answers, to release.
+        var released = Released()
+        /// The callers of a signed-out partition's fetches, to fail, and their loads, to cancel.
+        var abandoned: (waiters: [Waiter], loads: [any NetworkLoad]) = ([], [])
+    }
+
+    /// Removes what `removing` names, releases it after every lock, and publishes what it
+    /// announced (see ``remove(_:in:)``).
     @discardableResult
-    func drop(
-        _ selection: ResponseStore.KeySelection, sparingPendingUpdates: Bool = false,
-        announcing change: ([CacheKey]) -> CacheChange?
-    ) -> [CacheKey] {
-        let (removed, released) = inFlight.withLock { machine -> ([CacheKey], Released) in
-            var selection = selection
+    func remove(_ removing: Removing) -> Departure {
+        var departure = inFlight.withLock { machine in remove(removing, in: &machine) }
+        let released = departure.released
+        departure.released = Released()
+        // Memory the system wants back at once is freed at once, whatever a hit waits meanwhile.
+        if case .pressure(.critical) = removing { released.release(atOnce: true) } else { released.release() }
+        publishQueuedChanges()
+        return departure
+    }
+
+    /// The one path by which entries leave on purpose: takes them out of the store through its
+    /// indexes (what it costs is what it removes, except a sign-out or a trim, which read every
+    /// key a batch at a time under the lock a hit takes), and keeps the one bookkeeping of
+    /// departures:
+    /// - fetches in flight of those keys no longer store or are joined (an invalidation), or are
+    ///   taken out with their callers (a sign-out); a trim leaves them, since it is about memory;
+    /// - what pending optimistic updates would roll back to is forgotten, and a sign-out noted;
+    /// - the transport's events report them (invalidated or, for a trim, evicted);
+    /// - exactly what left is announced, once the caller publishes: the URLs removed
+    ///   (``CacheChange/invalidated(urls:endpoint:)``), or ``CacheChange/cleared`` when everything
+    ///   went; nothing when nothing was removed.
+    ///
+    /// Call with the in-flight lock held; release the departure's answers and publish the queued
+    /// changes once it is released.
+    @discardableResult
+    func remove(_ removing: Removing, in machine: inout FetchStateMachine) -> Departure {
+        var departure = Departure()
+        var cleared = false
+        var endpoint: Endpoint?
+        switch removing {
+        case .invalidation(var selection, let named, let sparingPendingUpdates):
+            endpoint = named
             if case .tag(let tag) = selection {
                 let keys = store.keys(taggedWith: tag)
-                guard !keys.isEmpty else { return ([], Released()) }
+                guard !keys.isEmpty else { return departure }
                 selection = .keys(keys)
             }
             let spared = sparingPendingUpdates ? optimistic.withLock { $0.pendingKeys } : []
@@ -395,51 +449,20 @@ final class Committer: Sendable {
             let removal = store.removeKeys(selection, sparing: spared)
             // What an invalidation dropped, no rollback brings back.
             optimistic.withLock { $0.forget(where: matches) }
-            reporter.invalidated(removal.keys)
-            // Naming every URL dropped costs a URL each: only when someone listens.
-            if broadcaster.count > 0, let change = change(removal.keys) { broadcaster.enqueue(change) }
-            return (removal.keys, removal.released)
-        }
-        released.release()
-        publishQueuedChanges()
-        return removed
-    }
-
-    /// Drops every entry, stops every fetch in flight from storing its answer and from being
-    /// joined, and announces ``CacheChange/cleared``. The entries are taken out at once and
-    /// released after every lock (a slice at a time on ``ReleaseQueue`` when there are many).
-    func dropAll() {
-        let released = inFlight.withLock { machine -> Released in
+            (departure.keys, departure.released) = (removal.keys, removal.released)
+        case .everything:
             machine.detach(where: { _ in true })
             let emptied = store.removeEverything(because: .invalidated)
             optimistic.withLock { $0.forget(where: { _ in true }) }
-            if reporter.isListening {
-                var keys: [CacheKey] = []
-                emptied.entries.forEachEntry { key, _ in keys.append(key) }
-                reporter.invalidated(keys)
-            }
-            broadcaster.enqueue(.cleared)
-            var released = Released()
+            cleared = emptied.count > 0
+            // Naming every key costs a key each: only when someone listens.
+            if reporter.isListening { emptied.entries.forEachEntry { key, _ in departure.keys.append(key) } }
             let count = emptied.count
             // Moved, so that the last reference is the one the release queue lets go of.
-            released.append(consume emptied, count: count)
-            return released
-        }
-        released.release()
-        publishQueuedChanges()
-    }
-
-    /// Drops everything of `partition`: its entries (with their decoded values), the tags naming
-    /// them, its pending optimistic updates, and its fetches in flight, which neither store nor
-    /// answer; announces the URLs dropped like an invalidation.
-    /// - Returns: the callers of those fetches, to fail, and their loads, to cancel, once every
-    ///   lock is released.
-    /// - Complexity: O(n) in the keys held, read a batch at a time under the lock a hit takes.
-    func dropPartition(_ partition: String) -> (waiters: [Waiter], loads: [any NetworkLoad]) {
-        func belongs(_ key: CacheKey) -> Bool { key.partition == partition }
-        let (abandoned, released) = inFlight.withLock {
-            machine -> ((waiters: [Waiter], loads: [any NetworkLoad]), Released) in
-            let abandoned = machine.abandon(where: belongs)
+            departure.released.append(consume emptied, count: count)
+        case .partition(let partition):
+            func belongs(_ key: CacheKey) -> Bool { key.partition == partition }
+            departure.abandoned = machine.abandon(where: belongs)
             let held = store.copyHeld { key, _ in belongs(key) ? key : nil }
             let removal = store.removeKeys(.keys(Set(held)), sparing: [])
             for key in removal.keys { store.forgetDeparture(of: key) }
@@ -448,34 +471,24 @@ final class Committer: Sendable {
                 layers.forget(where: belongs)
                 layers.signOut(partition)
             }
-            reporter.invalidated(removal.keys)
-            if broadcaster.count > 0, !removal.keys.isEmpty {
-                broadcaster.enqueue(.invalidated(urls: Self.urls(of: removal.keys.map(\.url)), endpoint: nil))
-            }
-            return (abandoned, removal.released)
-        }
-        released.release()
-        publishQueuedChanges()
-        return abandoned
-    }
-
-    /// Gives memory back for `pressure` (see ``CachedTransport/trim(for:)``). Fetches in flight
-    /// are not touched: a trim is about memory, not freshness.
-    func trim(for pressure: MemoryPressure) {
-        let released = inFlight.withLock { _ -> Released in
+            (departure.keys, departure.released) = (removal.keys, removal.released)
+        case .pressure(let pressure):
             let removal = store.trim(for: pressure)
-            guard !removal.keys.isEmpty else { return removal.released }
-            reporter.evicted(removal.keys)
-            switch pressure {
-            case .warning:
-                broadcaster.enqueue(.invalidated(urls: Self.urls(of: removal.keys.map(\.url)), endpoint: nil))
-            case .critical: broadcaster.enqueue(.cleared)
-            }
-            return removal.released
+            cleared = pressure == .critical && !removal.keys.isEmpty
+            (departure.keys, departure.released) = (removal.keys, removal.released)
+            reporter.evicted(departure.keys)
+        case .variant(let entry, let key):
+            guard store.remove(entry, for: key) else { return departure }
+            departure.keys = [key]
         }
-        // Memory the system wants back at once is freed at once, whatever a hit waits meanwhile.
-        released.release(atOnce: pressure == .critical)
-        publishQueuedChanges()
+        if case .pressure = removing {} else { reporter.invalidated(departure.keys) }
+        if cleared {
+            broadcaster.enqueue(.cleared)
+        } else if broadcaster.count > 0, !departure.keys.isEmpty {
+            // Naming every URL removed costs a URL each: only when someone listens.
+            broadcaster.enqueue(.invalidated(urls: Self.urls(of: departure.keys.map(\.url)), endpoint: endpoint))
+        }
+        return departure
     }
 
     /// Every held variant, most recently used first, read a few entries at a time.

@@ -145,7 +145,7 @@ public actor CachedTransport {
         // handler, go away with the transport.
         memoryPressureObserver =
             configuration.respondsToMemoryPressure
-            ? MemoryPressureObserver { pressure in committer.trim(for: pressure) }
+            ? MemoryPressureObserver { pressure in committer.remove(.pressure(pressure)) }
             : nil
         revalidationTriggers =
             configuration.revalidatesOnForeground || configuration.revalidatesOnReconnect
