@@ -7,7 +7,7 @@ import FoundationNetworking
 /// the origin's (``CachedTransport/store(_:)``, ``CachedTransport/optimisticUpdate(_:write:confirmed:)``).
 public struct ProvisionalAnswer: Sendable {
     /// The request it answers: its method (`GET` or `HEAD`, or a query `POST`, see
-    /// ``CachedTransport/Configuration/queryEndpoints``), URL and identity headers make the key.
+    /// ``CachedTransport/Configuration/Network/queryEndpoints``), URL and identity headers make the key.
     public var request: URLRequest
     /// The body.
     public var data: Data
@@ -36,7 +36,7 @@ public enum LocalWriteError: Error, Sendable, Equatable {
     /// `Vary: *` and the header override does not rewrite it (it does by default).
     case notCacheable(URL?)
     /// The answer is larger than the largest entry the store takes
-    /// (``CachedTransport/Configuration/maximumEntryShare`` of the capacity).
+    /// (``CachedTransport/Configuration/Storage/maximumEntryShare`` of the capacity).
     case tooLarge(URL)
 }
 
