@@ -53,7 +53,7 @@ struct LocalWriteTests {
 
     @Test("bad input is refused before anything is written")
     func badInput() async throws {
-        let transport = makeTransport(loader: echoOrigin()) { $0.memoryCapacity = 10_000 }
+        let transport = makeTransport(loader: echoOrigin()) { $0.storage.memoryCapacity = 10_000 }
         var post = list
         post.httpMethod = "POST"
         #expect(throws: LocalWriteError.notCacheable(url)) {
