@@ -171,7 +171,7 @@ public func keyedAdapterConfiguration() -> CachedTransport.Configuration {
 /// A configuration with a bearer token's credentials, in the user's partition when `partitioned`.
 public func credentialsConfiguration(partitioned: Bool) -> CachedTransport.Configuration {
     var configuration = CachedTransport.Configuration()
-    configuration.authenticate(
+    configuration.identity.authenticate(
         with: Credentials(
             BearerAuthenticator(), credential: "user-1",
             partition: partitioned ? { @Sendable _ in "user" } : nil))
