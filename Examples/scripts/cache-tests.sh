@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the public HTTP cache test suite (github.com/http-tests/cache-tests) against
 # `transport-proxy`, a reverse proxy over one CachedTransport, in the default mode and following
-# HTTP caching (with `staleIfError`, the app's leave to answer stale when the origin fails), and
+# HTTP caching (with `freshness.staleIfError`, the app's leave to answer stale when the origin fails), and
 # prints the per-group table beside the suite's published results of browsers
 # and proxy caches.
 #

@@ -39,7 +39,7 @@ import FoundationNetworking
 /// its ``outcome`` says so (`passedThrough`, `notHTTP` for an answer of another scheme); such a
 /// query never follows changes (``isFollowingChanges`` is false from the initialiser on), since
 /// nothing stored could change for it. The initialiser asks the transport, which keys the request
-/// as every call does: a `POST` to one of its query endpoints (`Configuration.queryEndpoints`) is
+/// as every call does: a `POST` to one of its query endpoints (`Configuration.network.queryEndpoints`) is
 /// stored, and followed; a `GET` with its own conditions, `Range` or `no-store` is not.
 @MainActor
 public final class CachedQuery<Value: Decodable & Sendable>: Observable {

@@ -12,7 +12,7 @@ import TransportCache
 /// `fetchEnded` event comes before the fetch's answer is taken in: to wait for that, use
 /// ``ScriptedOrigin/waitForDeliveredAnswers(_:)``.
 ///
-/// The stream is bounded (`changeBufferLimit` undelivered events): a burst larger than that may
+/// The stream is bounded (`stayingCurrent.changeBufferLimit` undelivered events): a burst larger than that may
 /// drop events the log then never sees. Wait for events of which there are few.
 public final class CacheEventLog: Sendable {
     private struct Waiter {

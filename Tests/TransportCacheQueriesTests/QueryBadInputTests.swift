@@ -39,7 +39,7 @@ struct QueryBadInputTests {
     func queryEndpointFollows() async throws {
         let origin = ScriptedOrigin()
         origin.respond(to: articlesURL, method: "POST", with: .init(headers: fresh, body: articlesJSON("searched")))
-        let transport = makeTransport(origin) { $0.queryEndpoints = [.url(articlesURL)] }
+        let transport = makeTransport(origin) { $0.network.queryEndpoints = [.url(articlesURL)] }
 
         let query = CachedQuery([Article].self, for: articlesPOST, in: transport)
         #expect(query.isFollowingChanges)

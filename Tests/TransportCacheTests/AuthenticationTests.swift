@@ -15,7 +15,7 @@ struct AuthenticationTests {
         _ configure: (inout CachedTransport.Configuration) -> Void = { _ in }
     ) -> CachedTransport {
         makeTransport(loader: origin) { configuration in
-            if let credentials { configuration.authenticate(with: credentials) }
+            if let credentials { configuration.identity.authenticate(with: credentials) }
             configure(&configuration)
         }
     }
@@ -27,8 +27,8 @@ struct AuthenticationTests {
         let origin = ScriptedOrigin(respond: ScriptedOrigin.ok())
         let tenant = Locked("a")
         let transport = transport(origin) { configuration in
-            configuration.keyHeaders = ["X-Tenant"]
-            configuration.requestAdapters = [
+            configuration.identity.keyHeaders = ["X-Tenant"]
+            configuration.identity.requestAdapters = [
                 .keyed { request in request.setValue(tenant.withLock { $0 }, forHTTPHeaderField: "X-Tenant") },
                 .keyed { request in
                     let tenant = request.value(forHTTPHeaderField: "X-Tenant") ?? "none"
@@ -51,7 +51,7 @@ struct AuthenticationTests {
         struct Refused: Error {}
         let origin = ScriptedOrigin(respond: ScriptedOrigin.ok())
         let transport = transport(origin) { configuration in
-            configuration.requestAdapters = [RequestAdapter { _ in throw Refused() }]
+            configuration.identity.requestAdapters = [RequestAdapter { _ in throw Refused() }]
         }
         await #expect(throws: Refused.self) { try await transport.data(from: URL(string: "\(self.base)/feed")!) }
         await #expect(throws: Refused.self) {
@@ -72,10 +72,10 @@ struct AuthenticationTests {
         let transport = transport(origin) { configuration in
             // The retry's wait of a millisecond passes on the system's clock.
             configuration.clock = .continuous
-            configuration.minimumRevalidationInterval = .zero
-            configuration.retryPolicy = RetryPolicy(
+            configuration.stayingCurrent.minimumRevalidationInterval = .zero
+            configuration.network.retryPolicy = RetryPolicy(
                 maximumAttempts: 2, initialDelay: .milliseconds(1), maximumDelay: .milliseconds(1))
-            configuration.requestAdapters = [
+            configuration.identity.requestAdapters = [
                 RequestAdapter { request in
                     var request = request
                     request.setValue("\(stamp.withLock { $0 })", forHTTPHeaderField: "X-Stamp")
@@ -256,7 +256,7 @@ struct AuthenticationTests {
         let clock = TestClock()
         let credentials = Credentials(
             authenticator, credential: "me-1", limit: RefreshLimit(maximumRefreshes: 1, window: .seconds(60)))
-        let transport = makeTransport(loader: origin, clock: clock) { $0.authenticate(with: credentials) }
+        let transport = makeTransport(loader: origin, clock: clock) { $0.identity.authenticate(with: credentials) }
         _ = try await transport.data(from: URL(string: "\(base)/0")!)
         await #expect {
             try await transport.data(from: URL(string: "\(self.base)/1")!)
@@ -304,7 +304,7 @@ struct AuthenticationTests {
         let adapted = Locked(0)
         let transport = transport(origin, credentials: Credentials(authenticator, credential: "me-1")) {
             configuration in
-            configuration.requestAdapters = [
+            configuration.identity.requestAdapters = [
                 RequestAdapter { request in
                     adapted.withLock { $0 += 1 }
                     return request
@@ -373,7 +373,7 @@ struct AuthenticationTests {
             configuration in
             // The retry's wait of a millisecond passes on the system's clock.
             configuration.clock = .continuous
-            configuration.retryPolicy = RetryPolicy(
+            configuration.network.retryPolicy = RetryPolicy(
                 maximumAttempts: 2, initialDelay: .milliseconds(1), maximumDelay: .milliseconds(1))
         }
         box.transport = transport

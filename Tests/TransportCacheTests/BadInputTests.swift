@@ -131,8 +131,8 @@ struct BadInputTests {
                 return try ScriptedOrigin.ok()(request, call)
             }, holding: { $0.url?.path == "/huge" })
         let transport = makeTransport(loader: loader) {
-            $0.memoryCapacity = 100_000
-            $0.maximumEntryShare = 1
+            $0.storage.memoryCapacity = 100_000
+            $0.storage.maximumEntryShare = 1
         }
         _ = try await transport.data(for: request("https://api.example.com/small"))
         let callers = startCalls(20) { try await transport.data(for: request("https://api.example.com/huge")) }
@@ -157,8 +157,8 @@ struct BadInputTests {
     func degenerateCapacity(capacity: Int, share: Double) async throws {
         let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader) {
-            $0.memoryCapacity = capacity
-            $0.maximumEntryShare = share
+            $0.storage.memoryCapacity = capacity
+            $0.storage.maximumEntryShare = share
         }
         let callers = startCalls(10) { try await transport.data(for: request("https://api.example.com/a")) }
         #expect(transport.statistics.coalescedJoins == 9)
@@ -177,8 +177,8 @@ struct BadInputTests {
     func shareAboveOne() async throws {
         let loader = ScriptedOrigin(respond: ScriptedOrigin.body(size: 150_000))
         let transport = makeTransport(loader: loader) {
-            $0.memoryCapacity = 100_000
-            $0.maximumEntryShare = 5
+            $0.storage.memoryCapacity = 100_000
+            $0.storage.maximumEntryShare = 5
         }
         _ = try await transport.data(for: request("https://api.example.com/a"))
         #expect(transport.statistics.entries == 0)
@@ -187,7 +187,7 @@ struct BadInputTests {
 
     @Test("a change buffer of zero or less still delivers the newest change", arguments: [0, -5])
     func degenerateChangeBuffer(limit: Int) async throws {
-        let transport = makeTransport(loader: echoOrigin()) { $0.changeBufferLimit = limit }
+        let transport = makeTransport(loader: echoOrigin()) { $0.stayingCurrent.changeBufferLimit = limit }
         _ = try await transport.data(for: request("https://api.example.com/items"))
         var changes = transport.changes().makeAsyncIterator()
         transport.invalidateAll()
@@ -274,7 +274,7 @@ struct BadInputTests {
     @Test("a Vary header names fields in any case and with odd spacing")
     func varyCase() async throws {
         let loader = ScriptedOrigin(respond: ScriptedOrigin.ok(headers: ["Vary": " x-ToKeN ,  ACCEPT-encoding "]))
-        let transport = makeTransport(loader: loader) { $0.cacheOverride = nil }
+        let transport = makeTransport(loader: loader) { $0.network.cacheOverride = nil }
         let one = try await transport.data(for: request("https://api.example.com/v", headers: ["X-Token": "1"])).0
         let again = try await transport.data(for: request("https://api.example.com/v", headers: ["x-token": "1"])).0
         let other = try await transport.data(for: request("https://api.example.com/v", headers: ["X-TOKEN": "2"])).0
@@ -310,7 +310,7 @@ struct BadInputTests {
     func contradictoryNoStore() async throws {
         let loader = ScriptedOrigin(
             respond: ScriptedOrigin.ok(headers: ["Cache-Control": "max-age=600, NO-STORE , public"]))
-        let transport = makeTransport(loader: loader) { $0.cacheOverride = nil }
+        let transport = makeTransport(loader: loader) { $0.network.cacheOverride = nil }
         _ = try await transport.data(for: request("https://api.example.com/odd"))
         _ = try await transport.data(for: request("https://api.example.com/odd"))
         #expect(loader.callCount == 2)

@@ -59,7 +59,7 @@ struct BypassTests {
     @Test("a 206 is never stored, even for a request without a range")
     func partialNeverStored() async throws {
         let loader = ScriptedOrigin(respond: ScriptedOrigin.status(206))
-        let transport = makeTransport(loader: loader) { $0.storableStatusCodes = [200, 206] }
+        let transport = makeTransport(loader: loader) { $0.storage.storableStatusCodes = [200, 206] }
         _ = try await transport.data(for: request(url))
         _ = try await transport.data(for: request(url))
         #expect(loader.callCount == 2)

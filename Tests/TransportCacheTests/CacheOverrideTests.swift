@@ -30,7 +30,7 @@ struct CacheOverrideTests {
             [:],
         ])
     func rewrites(headers: [String: String]) {
-        let rewritten = CacheOverride(maximumAge: .seconds(120)).rewritten(response(headers))
+        let rewritten = CacheOverride(writtenMaxAge: .seconds(120)).rewritten(response(headers))
         #expect(rewritten.value(forHTTPHeaderField: "Cache-Control") == "max-age=120")
         #expect(rewritten.value(forHTTPHeaderField: "Pragma") == nil)
         #expect(rewritten.value(forHTTPHeaderField: "Expires") == nil)
@@ -95,14 +95,14 @@ struct CacheOverrideTests {
         #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "X-Original-Cache-Control") == "no-store")
 
         let honoured = ScriptedOrigin(respond: ScriptedOrigin.ok(headers: ["Cache-Control": "no-store"]))
-        let plain = makeTransport(loader: honoured) { $0.cacheOverride = nil }
+        let plain = makeTransport(loader: honoured) { $0.network.cacheOverride = nil }
         _ = try await plain.data(for: request(url.absoluteString))
         _ = try await plain.data(for: request(url.absoluteString))
         #expect(honoured.callCount == 2)
 
         let outside = ScriptedOrigin(respond: ScriptedOrigin.ok(headers: ["Cache-Control": "no-store"]))
         let narrowed = makeTransport(loader: outside) {
-            $0.cacheOverride = CacheOverride(endpoints: [.host("elsewhere.example.com")])
+            $0.network.cacheOverride = CacheOverride(endpoints: [.host("elsewhere.example.com")])
         }
         _ = try await narrowed.data(for: request(url.absoluteString))
         _ = try await narrowed.data(for: request(url.absoluteString))
@@ -125,8 +125,8 @@ struct CacheOverrideTests {
         let loader = ScriptedOrigin(respond: ScriptedOrigin.ok(headers: ["Cache-Control": "no-cache"]))
         let clock = TestClock()
         let transport = makeTransport(loader: loader, clock: clock) {
-            $0.cacheOverride = CacheOverride(maximumAge: .seconds(30))
-            $0.maximumAge = .seconds(600)
+            $0.network.cacheOverride = CacheOverride(writtenMaxAge: .seconds(30))
+            $0.freshness.maximumAge = .seconds(600)
         }
         let (_, response) = try await transport.data(for: request(url.absoluteString))
         #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Cache-Control") == "max-age=30")
@@ -140,7 +140,7 @@ struct CacheOverrideTests {
         // Without a maximum age of its own, the transport keeps the entry until it is invalidated.
         let unbounded = ScriptedOrigin(respond: ScriptedOrigin.ok(headers: ["Cache-Control": "no-cache"]))
         let keeping = makeTransport(loader: unbounded, clock: clock) {
-            $0.cacheOverride = CacheOverride(maximumAge: .seconds(30))
+            $0.network.cacheOverride = CacheOverride(writtenMaxAge: .seconds(30))
         }
         _ = try await keeping.data(for: request(url.absoluteString))
         clock.advance(by: .seconds(365 * 24 * 3600))

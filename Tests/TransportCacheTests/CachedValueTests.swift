@@ -37,7 +37,9 @@ struct CachedValueTests {
     @Test("an entry the request may not use, by age or by policy, gives nil")
     func unusableEntryReturnsNil() async throws {
         let clock = TestClock()
-        let transport = makeTransport(loader: feedLoader(Locked(1)), clock: clock) { $0.maximumAge = .seconds(10) }
+        let transport = makeTransport(loader: feedLoader(Locked(1)), clock: clock) {
+            $0.freshness.maximumAge = .seconds(10)
+        }
         _ = try await transport.data(for: request(url))
 
         #expect(try transport.cachedValue(Feed.self, for: request(url, policy: .reloadIgnoringLocalCacheData)) == nil)

@@ -136,7 +136,7 @@ struct ChangeStreamTests {
 
     @Test("a slow subscriber keeps only the newest changes and never blocks the transport")
     func boundedBuffer() async throws {
-        let transport = makeTransport(loader: echoOrigin()) { $0.changeBufferLimit = 3 }
+        let transport = makeTransport(loader: echoOrigin()) { $0.stayingCurrent.changeBufferLimit = 3 }
         let requests = (0..<10).map { request("https://example.com/\($0)") }
         for stored in requests { try transport.store(ProvisionalAnswer(for: stored, data: Data("x".utf8))) }
         var slow = transport.changes().makeAsyncIterator()

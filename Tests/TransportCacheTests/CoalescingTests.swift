@@ -245,7 +245,7 @@ struct CoalescingTests {
         let loader = ScriptedOrigin(gated: true) { request, call in
             ScriptedOrigin.Reply(status: 200, headers: ["Vary": "*"], body: Data("call=\(call)".utf8))
         }
-        let transport = makeTransport(loader: loader) { $0.cacheOverride = nil }
+        let transport = makeTransport(loader: loader) { $0.network.cacheOverride = nil }
         let tasks = startCalls(4) { try await transport.data(for: request(url)).0.text }
         #expect(transport.statistics.coalescedJoins == 3)
         await loader.waitForCalls(1)

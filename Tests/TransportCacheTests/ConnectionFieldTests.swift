@@ -12,7 +12,7 @@ struct ConnectionFieldTests {
     func connectionListedFields() async throws {
         let loader = ScriptedOrigin(
             respond: ScriptedOrigin.ok(headers: ["Connection": "a, close", "A": "1", "Cache-Control": "max-age=60"]))
-        let transport = makeTransport(loader: loader) { $0.conformsToHTTPCaching = true }
+        let transport = makeTransport(loader: loader) { $0.freshness.conformsToHTTPCaching = true }
         let (_, first) = try await transport.data(for: request("https://api.example.com/c"))
         let (_, second) = try await transport.data(for: request("https://api.example.com/c"))
         #expect(loader.callCount == 1)

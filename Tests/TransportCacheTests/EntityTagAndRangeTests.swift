@@ -31,8 +31,8 @@ struct EntityTagAndRangeTests {
                 headers: ["Cache-Control": "max-age=600", "ETag": "\"v1\"", "Age": "0"], text: "0123456789")
         }
         let transport = makeTransport(loader: loader) {
-            $0.conformsToHTTPCaching = true
-            $0.cacheOverride = nil
+            $0.freshness.conformsToHTTPCaching = true
+            $0.network.cacheOverride = nil
         }
         _ = try await transport.data(for: request("https://api.example.com/doc"))
         // A small generator with a fixed seed: the same odd values every run.

@@ -62,8 +62,8 @@ struct EventTests {
             }
         }
         let transport = makeTransport(loader: origin) {
-            $0.memoryCapacity = 2_000
-            $0.maximumEntryShare = 1
+            $0.storage.memoryCapacity = 2_000
+            $0.storage.maximumEntryShare = 1
         }
         var events = transport.events().makeAsyncIterator()
 
@@ -102,7 +102,7 @@ struct EventTests {
         let origin = ValidatingOrigin()
         let clock = TestClock()
         let transport = makeTransport(loader: ScriptedOrigin(respond: origin.responder), clock: clock) {
-            $0.maximumAge = .seconds(60)
+            $0.freshness.maximumAge = .seconds(60)
         }
         _ = try await transport.data(for: request(url))
         var events = transport.events().makeAsyncIterator()
@@ -140,7 +140,7 @@ struct EventTests {
 
     @Test("a stream nobody reads keeps only the newest events and never blocks a request")
     func boundedBuffer() async throws {
-        let transport = makeTransport(loader: echoOrigin()) { $0.changeBufferLimit = 5 }
+        let transport = makeTransport(loader: echoOrigin()) { $0.stayingCurrent.changeBufferLimit = 5 }
         var slow = transport.events().makeAsyncIterator()
         _ = try await transport.data(for: request(url))
         for _ in 0..<100 { _ = try await transport.data(for: request(url)) }

@@ -17,9 +17,9 @@ struct HTTPCachingRulesTests {
         let loader = ScriptedOrigin { _, call in replies(call) }
         let clock = TestClock()
         let transport = makeTransport(loader: loader, clock: clock) {
-            $0.conformsToHTTPCaching = httpCaching
-            $0.cacheOverride = nil
-            $0.staleIfError = staleIfError
+            $0.freshness.conformsToHTTPCaching = httpCaching
+            $0.network.cacheOverride = nil
+            $0.freshness.staleIfError = staleIfError
         }
         return (transport, loader, clock)
     }

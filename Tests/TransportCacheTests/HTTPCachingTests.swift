@@ -15,7 +15,7 @@ struct HTTPCachingTests {
             ScriptedOrigin.Reply(status: 200, headers: headers(), body: Data("call=\(call)".utf8))
         }
         let clock = TestClock()
-        let transport = makeTransport(loader: loader, clock: clock) { $0.conformsToHTTPCaching = true }
+        let transport = makeTransport(loader: loader, clock: clock) { $0.freshness.conformsToHTTPCaching = true }
         return (transport, loader, clock)
     }
 
@@ -105,7 +105,7 @@ struct HTTPCachingTests {
         let origin = ValidatingOrigin()
         origin.setHeader("Cache-Control", "no-cache, max-age=600")
         let loader = ScriptedOrigin(respond: origin.responder)
-        let transport = makeTransport(loader: loader) { $0.conformsToHTTPCaching = true }
+        let transport = makeTransport(loader: loader) { $0.freshness.conformsToHTTPCaching = true }
         let (stored, _) = try await transport.data(for: request(url))
         origin.setHeader("X-Generation", "2")
         let (again, response) = try await transport.data(for: request(url))
@@ -127,9 +127,9 @@ struct HTTPCachingTests {
         }
         let clock = TestClock()
         let transport = makeTransport(loader: loader, clock: clock) {
-            $0.conformsToHTTPCaching = true
-            $0.staleWhileRevalidate = .seconds(600)
-            $0.staleIfError = true
+            $0.freshness.conformsToHTTPCaching = true
+            $0.freshness.staleWhileRevalidate = .seconds(600)
+            $0.freshness.staleIfError = true
         }
         _ = try await transport.data(for: request(url))
         clock.advance(by: .seconds(11))
@@ -220,12 +220,12 @@ struct HTTPCachingTests {
             ScriptedOrigin.Reply(
                 status: status, headers: ["Cache-Control": "max-age=60"], body: Data("call=\(call)".utf8))
         }
-        let transport = makeTransport(loader: loader) { $0.conformsToHTTPCaching = true }
+        let transport = makeTransport(loader: loader) { $0.freshness.conformsToHTTPCaching = true }
         _ = try await transport.data(for: request(url))
         _ = try await transport.data(for: request(url))
         #expect(loader.callCount == (stored ? 1 : 2))
         let plain = ScriptedOrigin(respond: ScriptedOrigin.status(status))
-        let other = makeTransport(loader: plain) { $0.conformsToHTTPCaching = true }
+        let other = makeTransport(loader: plain) { $0.freshness.conformsToHTTPCaching = true }
         _ = try await other.data(for: request(url))
         _ = try await other.data(for: request(url))
         #expect(plain.callCount == 2)

@@ -29,7 +29,7 @@ struct IdentityBadInputTests {
         struct Unreadable: Error {}
         let origin = authenticatingOrigin(accepting: Locked(["Bearer me-1"]))
         let credentials = Credentials(TokenAuthenticator(), credential: "me-1", partition: { _ in throw Unreadable() })
-        let transport = makeTransport(loader: origin) { $0.authenticate(with: credentials) }
+        let transport = makeTransport(loader: origin) { $0.identity.authenticate(with: credentials) }
         let plain = request("\(base)/feed")
         await #expect {
             try await transport.data(for: plain)
@@ -57,7 +57,7 @@ struct IdentityBadInputTests {
                 }
             })
         let origin = authenticatingOrigin(accepting: Locked(["Bearer me-1"]))
-        let transport = makeTransport(loader: origin) { $0.authenticate(with: credentials) }
+        let transport = makeTransport(loader: origin) { $0.identity.authenticate(with: credentials) }
         for _ in 0..<3 { _ = try await transport.data(for: request("\(base)/feed")) }
         #expect(origin.callCount == 1)
         #expect(calls.withLock { $0 } == 1)
@@ -67,7 +67,7 @@ struct IdentityBadInputTests {
     func sendingAdapterChangesKeyHeader() async throws {
         let origin = ScriptedOrigin(respond: ScriptedOrigin.ok())
         let transport = makeTransport(loader: origin) { configuration in
-            configuration.requestAdapters = [
+            configuration.identity.requestAdapters = [
                 RequestAdapter { request in
                     var request = request
                     request.setValue("Bearer from-state", forHTTPHeaderField: "Authorization")
@@ -90,7 +90,7 @@ struct IdentityBadInputTests {
             return request
         }
         let keyed = makeTransport(loader: origin) { configuration in
-            configuration.requestAdapters = [.keyed { $0 = rewrite($0) }]
+            configuration.identity.requestAdapters = [.keyed { $0 = rewrite($0) }]
         }
         let plain = request("\(base)/v1/feed")
         _ = try await keyed.data(for: plain)
@@ -99,7 +99,7 @@ struct IdentityBadInputTests {
         #expect(keyed.statistics.entries == 0)
 
         let sending = makeTransport(loader: origin) { configuration in
-            configuration.requestAdapters = [RequestAdapter { rewrite($0) }]
+            configuration.identity.requestAdapters = [RequestAdapter { rewrite($0) }]
         }
         _ = try await sending.data(for: plain)
         #expect(sending.snapshot().entries.map(\.url.path) == ["/v1/feed"])

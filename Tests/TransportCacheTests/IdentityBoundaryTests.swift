@@ -26,9 +26,9 @@ enum IdentityConfiguration: String, CaseIterable, CustomTestStringConvertible, S
                 authenticator, credential: "me-1", partition: { TokenAuthenticator.account(of: $0) })
         }
         let transport = makeTransport(loader: origin) { configuration in
-            if let credentials { configuration.authenticate(with: credentials) }
+            if let credentials { configuration.identity.authenticate(with: credentials) }
             if self == .adapter {
-                configuration.requestAdapters = [
+                configuration.identity.requestAdapters = [
                     .keyed { $0.setValue("de", forHTTPHeaderField: "Accept-Language") },
                     RequestAdapter { request in
                         var request = request
@@ -37,7 +37,7 @@ enum IdentityConfiguration: String, CaseIterable, CustomTestStringConvertible, S
                     },
                 ]
             }
-            configuration.queryEndpoints = [.pathPrefix("/search")]
+            configuration.network.queryEndpoints = [.pathPrefix("/search")]
             configure(&configuration)
         }
         return (transport, credentials)

@@ -18,7 +18,7 @@ struct IdentityTests {
             respond: ScriptedOrigin.ok(headers: [
                 "Set-Cookie": "session=alice; HttpOnly", "Cache-Control": "public, max-age=600",
             ]))
-        let transport = makeTransport(loader: loader) { if !overrideOn { $0.cacheOverride = nil } }
+        let transport = makeTransport(loader: loader) { if !overrideOn { $0.network.cacheOverride = nil } }
         let alice = try await transport.data(for: request(url)).0
         let next = try await transport.data(for: request(url)).0
         #expect(alice != next)
@@ -52,7 +52,7 @@ struct IdentityTests {
             if call > 1 { throw URLError(.notConnectedToInternet) }
             return try ScriptedOrigin.ok(headers: ["Set-Cookie": "session=alice"])(request, call)
         }
-        let transport = makeTransport(loader: loader) { $0.staleIfError = true }
+        let transport = makeTransport(loader: loader) { $0.freshness.staleIfError = true }
         _ = try await transport.data(for: request(url))
         let error = await thrownError { try await transport.data(for: request(url)) }
         #expect((error as? URLError)?.code == .notConnectedToInternet)

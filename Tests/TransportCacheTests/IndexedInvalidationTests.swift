@@ -208,7 +208,7 @@ struct IndexedInvalidationTests {
 
     @Test("the index follows evictions, replaced variants, trims and invalidateAll")
     func indexFollowsTheStore() async throws {
-        let transport = makeTransport(loader: echoOrigin()) { $0.memoryCapacity = 20_000 }
+        let transport = makeTransport(loader: echoOrigin()) { $0.storage.memoryCapacity = 20_000 }
         for index in 0..<100 {
             try transport.store(
                 ProvisionalAnswer(for: request("https://api.example.com/e/\(index)"), data: Data(count: 300)))

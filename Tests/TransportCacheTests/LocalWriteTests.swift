@@ -53,7 +53,7 @@ struct LocalWriteTests {
 
     @Test("bad input is refused before anything is written")
     func badInput() async throws {
-        let transport = makeTransport(loader: echoOrigin()) { $0.memoryCapacity = 10_000 }
+        let transport = makeTransport(loader: echoOrigin()) { $0.storage.memoryCapacity = 10_000 }
         var post = list
         post.httpMethod = "POST"
         #expect(throws: LocalWriteError.notCacheable(url)) {
@@ -87,7 +87,7 @@ struct LocalWriteTests {
     func writesAskTheFetchesQuestion(status: Int, headers: [String: String], storable: Bool) async throws {
         // The override off, so that `no-store` and `Vary: *` are taken at their word.
         let origin = ScriptedOrigin { _, _ in .init(status: status, headers: headers, text: "x") }
-        let transport = makeTransport(loader: origin) { $0.cacheOverride = nil }
+        let transport = makeTransport(loader: origin) { $0.network.cacheOverride = nil }
         let fetched = try await transport.response(for: list).2
         #expect((fetched.storage == .stored(changedBytes: true)) == storable)
         transport.invalidateAll()

@@ -18,8 +18,8 @@ struct MemoryPressureTests {
     func warningTrims() async throws {
         let loader = feedLoader(Locked(1))
         let transport = makeTransport(loader: loader) {
-            $0.memoryCapacity = 5_000
-            $0.maximumEntryShare = 1
+            $0.storage.memoryCapacity = 5_000
+            $0.storage.maximumEntryShare = 1
         }
         for index in 0..<10 {
             _ = try await transport.value(Feed.self, for: request(Self.item(index)))

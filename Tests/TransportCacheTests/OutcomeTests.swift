@@ -38,8 +38,8 @@ struct OutcomeTests {
     func staleAnswers() async throws {
         let clock = TestClock()
         let transport = makeTransport(loader: echoOrigin(), clock: clock) {
-            $0.maximumAge = .seconds(60)
-            $0.staleWhileRevalidate = .seconds(30)
+            $0.freshness.maximumAge = .seconds(60)
+            $0.freshness.staleWhileRevalidate = .seconds(30)
         }
         _ = try await transport.data(for: request(url))
         clock.advance(by: .seconds(70))
@@ -59,8 +59,8 @@ struct OutcomeTests {
         }
         let clock = TestClock()
         let transport = makeTransport(loader: origin, clock: clock) {
-            $0.maximumAge = .seconds(60)
-            $0.staleIfError = true
+            $0.freshness.maximumAge = .seconds(60)
+            $0.freshness.staleIfError = true
         }
         _ = try await transport.data(for: request(url))
         clock.advance(by: .seconds(70))
@@ -79,7 +79,7 @@ struct OutcomeTests {
         let origin = ValidatingOrigin()
         let clock = TestClock()
         let transport = makeTransport(loader: ScriptedOrigin(respond: origin.responder), clock: clock) {
-            $0.maximumAge = .seconds(60)
+            $0.freshness.maximumAge = .seconds(60)
         }
         _ = try await transport.data(for: request(url))
         clock.advance(by: .seconds(61))
@@ -97,8 +97,8 @@ struct OutcomeTests {
     @Test("a request whose entry was invalidated, evicted, or held for other field values says so")
     func whyTheEntryWasMissing() async throws {
         let transport = makeTransport(loader: echoOrigin()) {
-            $0.memoryCapacity = 4_000
-            $0.maximumEntryShare = 1
+            $0.storage.memoryCapacity = 4_000
+            $0.storage.maximumEntryShare = 1
         }
         _ = try await transport.data(for: request(url))
         transport.invalidate(request(url))
@@ -231,8 +231,8 @@ struct OutcomeTests {
         async throws
     {
         let transport = makeTransport(loader: ScriptedOrigin(respond: respond)) {
-            $0.memoryCapacity = 100_000
-            if !override { $0.cacheOverride = nil }
+            $0.storage.memoryCapacity = 100_000
+            if !override { $0.network.cacheOverride = nil }
         }
         let outcome = try await outcome(transport, request(url))
         #expect(outcome.source == .network(.noEntry))
@@ -283,7 +283,7 @@ struct OutcomeTests {
 
     @Test("only-if-cached without an entry answers 504 with a cache-only miss")
     func cacheOnlyMissAnswers() async throws {
-        let transport = makeTransport(loader: echoOrigin()) { $0.conformsToHTTPCaching = true }
+        let transport = makeTransport(loader: echoOrigin()) { $0.freshness.conformsToHTTPCaching = true }
         let (_, response, outcome) = try await transport.response(
             for: request(url, headers: ["Cache-Control": "only-if-cached"]))
         #expect(response.statusCode == 504)

@@ -22,9 +22,9 @@ struct PartitionTests {
         _ origin: ScriptedOrigin, credentials: Credentials<TokenAuthenticator> = partitioned(token: "alice-1")
     ) -> CachedTransport {
         makeTransport(loader: origin) { configuration in
-            configuration.authenticate(with: credentials)
-            configuration.queryEndpoints = [.pathPrefix("/search")]
-            configuration.minimumRevalidationInterval = .zero
+            configuration.identity.authenticate(with: credentials)
+            configuration.network.queryEndpoints = [.pathPrefix("/search")]
+            configuration.stayingCurrent.minimumRevalidationInterval = .zero
         }
     }
 
@@ -155,8 +155,8 @@ struct PartitionTests {
         let origin = authenticatingOrigin(accepting: accepted)
         let credentials = Credentials(TokenAuthenticator(), credential: "alice-1")
         let transport = makeTransport(loader: origin) { configuration in
-            configuration.authenticate(with: credentials)
-            configuration.minimumRevalidationInterval = .zero
+            configuration.identity.authenticate(with: credentials)
+            configuration.stayingCurrent.minimumRevalidationInterval = .zero
         }
         _ = try await transport.data(from: URL(string: "\(base)/feed")!)
         credentials.credential = "bob-1"

@@ -63,7 +63,7 @@ struct PolicyTests {
     func maximumAge() async throws {
         let loader = echoOrigin()
         let clock = TestClock()
-        let transport = makeTransport(loader: loader, clock: clock) { $0.maximumAge = .seconds(60) }
+        let transport = makeTransport(loader: loader, clock: clock) { $0.freshness.maximumAge = .seconds(60) }
         _ = try await transport.data(for: request(url))
         clock.advance(by: .seconds(59))
         _ = try await transport.data(for: request(url))
@@ -78,7 +78,7 @@ struct PolicyTests {
     func dontLoadIgnoresAge() async throws {
         let loader = echoOrigin()
         let clock = TestClock()
-        let transport = makeTransport(loader: loader, clock: clock) { $0.maximumAge = .seconds(60) }
+        let transport = makeTransport(loader: loader, clock: clock) { $0.freshness.maximumAge = .seconds(60) }
         let stored = try await transport.data(for: request(url)).0
         clock.advance(by: .seconds(600))
         #expect(try await transport.data(for: request(url, policy: .returnCacheDataDontLoad)).0 == stored)
@@ -90,8 +90,8 @@ struct PolicyTests {
         let loader = echoOrigin()
         let clock = TestClock()
         let transport = makeTransport(loader: loader, clock: clock) {
-            $0.maximumAge = .seconds(3600)
-            $0.maximumAges = [EndpointSetting(.pathPrefix("/live"), .seconds(5))]
+            $0.freshness.maximumAge = .seconds(3600)
+            $0.freshness.maximumAges = [EndpointSetting(.pathPrefix("/live"), .seconds(5))]
         }
         _ = try await transport.data(for: request("https://api.example.com/live/score"))
         _ = try await transport.data(for: request("https://api.example.com/static/logo"))

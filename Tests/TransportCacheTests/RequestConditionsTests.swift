@@ -21,8 +21,8 @@ struct RequestConditionsTests {
         }
         let clock = TestClock()
         let transport = makeTransport(loader: loader, clock: clock) {
-            $0.conformsToHTTPCaching = httpCaching
-            $0.cacheOverride = nil
+            $0.freshness.conformsToHTTPCaching = httpCaching
+            $0.network.cacheOverride = nil
         }
         return (transport, loader, clock)
     }

@@ -147,7 +147,8 @@ struct RetryTests {
         let origin = ScriptedOrigin()
         origin.respond(to: URL(string: url)!, with: .init(status: 503, text: "busy"), .init(text: "later"))
         let transport = makeTransport(loader: origin, clock: clock) {
-            $0.retryPolicy = RetryPolicy(maximumAttempts: 2, initialDelay: .seconds(10), maximumDelay: .seconds(10))
+            $0.network.retryPolicy = RetryPolicy(
+                maximumAttempts: 2, initialDelay: .seconds(10), maximumDelay: .seconds(10))
         }
         let first = Task { try await transport.data(for: request(self.url)) }
         await origin.waitForCalls(1)
@@ -169,7 +170,8 @@ struct RetryTests {
         let clock = TestClock()
         let origin = ScriptedOrigin(respond: ScriptedOrigin.status(503))
         let transport = makeTransport(loader: origin, clock: clock) {
-            $0.retryPolicy = RetryPolicy(maximumAttempts: 5, initialDelay: .seconds(1), maximumDelay: .seconds(1))
+            $0.network.retryPolicy = RetryPolicy(
+                maximumAttempts: 5, initialDelay: .seconds(1), maximumDelay: .seconds(1))
         }
         let caller = Task { try await transport.data(for: request(self.url)) }
         await clock.waitForSleepers(1)
@@ -205,8 +207,9 @@ struct RetryTests {
             to: URL(string: url)!, with: .init(status: 503, headers: ["Retry-After": "15"], text: "busy"),
             .init(headers: ["Cache-Control": "max-age=10"], text: "fresh for ten seconds"))
         let transport = makeTransport(loader: origin, clock: clock) {
-            $0.retryPolicy = RetryPolicy(maximumAttempts: 2, initialDelay: .seconds(1), maximumDelay: .seconds(60))
-            $0.conformsToHTTPCaching = true
+            $0.network.retryPolicy = RetryPolicy(
+                maximumAttempts: 2, initialDelay: .seconds(1), maximumDelay: .seconds(60))
+            $0.freshness.conformsToHTTPCaching = true
         }
         let first = Task { try await transport.data(for: request(self.url)) }
         await clock.waitForSleepers(1)
@@ -224,9 +227,9 @@ struct RetryTests {
         let origin = ScriptedOrigin()
         origin.respond(to: URL(string: url)!, with: .init(text: "stored"), .failure(.cannotConnectToHost))
         let transport = makeTransport(loader: origin, clock: clock) {
-            $0.retryPolicy = Self.quick
-            $0.staleIfError = true
-            $0.maximumAge = .seconds(60)
+            $0.network.retryPolicy = Self.quick
+            $0.freshness.staleIfError = true
+            $0.freshness.maximumAge = .seconds(60)
         }
         _ = try await transport.data(for: request(url))
         clock.advance(by: .seconds(61))
@@ -247,7 +250,7 @@ extension CachedTransport.Configuration {
     /// Retries with waits of a millisecond at most, slept on the system's clock (the tests'
     /// manual clock would hold them until advanced).
     mutating func retryQuickly() {
-        retryPolicy = RetryTests.quick
+        network.retryPolicy = RetryTests.quick
         clock = .continuous
     }
 }

@@ -43,7 +43,9 @@ struct RevalidateTests {
     @Test("revalidate(_:) asks the origin to confirm the endpoint's entries only, and announces only changed bytes")
     func revalidateEndpoint() async throws {
         let versioned = VersionedOrigin()
-        let transport = makeTransport(loader: versioned.origin) { $0.minimumRevalidationInterval = .zero }
+        let transport = makeTransport(loader: versioned.origin) {
+            $0.stayingCurrent.minimumRevalidationInterval = .zero
+        }
         try await load(transport, ["/articles/1", "/articles/2", "/users/1"])
         let changes = transport.changes()
         versioned.bump("/articles/2")
@@ -64,7 +66,9 @@ struct RevalidateTests {
     @Test("revalidate(_:) asks about exactly the entries an invalidation of the same endpoint drops")
     func revalidateSelectsAsInvalidation() async throws {
         let versioned = VersionedOrigin()
-        let transport = makeTransport(loader: versioned.origin) { $0.minimumRevalidationInterval = .zero }
+        let transport = makeTransport(loader: versioned.origin) {
+            $0.stayingCurrent.minimumRevalidationInterval = .zero
+        }
         let urls = [
             "https://api.example.com/articles", "https://api.example.com/articles/1",
             "https://api.example.com/articles/1?page=2", "https://api.example.com/articles/",
@@ -96,7 +100,9 @@ struct RevalidateTests {
     @Test("a revalidation sends the request that fetched the entry, every header included, made conditional")
     func sendsTheOriginalRequest() async throws {
         let versioned = VersionedOrigin()
-        let transport = makeTransport(loader: versioned.origin) { $0.minimumRevalidationInterval = .zero }
+        let transport = makeTransport(loader: versioned.origin) {
+            $0.stayingCurrent.minimumRevalidationInterval = .zero
+        }
         _ = try await transport.data(
             for: request(Self.base + "/me", headers: ["X-Api-Key": "k1", "Authorization": "Bearer a"]))
         await transport.revalidateAll()
@@ -111,7 +117,7 @@ struct RevalidateTests {
         let clock = TestClock()
         let versioned = VersionedOrigin()
         let transport = makeTransport(loader: versioned.origin, clock: clock) {
-            $0.minimumRevalidationInterval = .seconds(5)
+            $0.stayingCurrent.minimumRevalidationInterval = .seconds(5)
         }
         try await load(transport, ["/a", "/b"])
 
@@ -127,8 +133,8 @@ struct RevalidateTests {
     func concurrencyLimit() async throws {
         let versioned = VersionedOrigin()
         let transport = makeTransport(loader: versioned.origin) {
-            $0.minimumRevalidationInterval = .zero
-            $0.maximumConcurrentRevalidations = 3
+            $0.stayingCurrent.minimumRevalidationInterval = .zero
+            $0.stayingCurrent.maximumConcurrentRevalidations = 3
         }
         let paths = (1...10).map { "/item/\($0)" }
         try await load(transport, paths)
@@ -150,8 +156,8 @@ struct RevalidateTests {
     func limitAcrossCalls() async throws {
         let versioned = VersionedOrigin()
         let transport = makeTransport(loader: versioned.origin) {
-            $0.minimumRevalidationInterval = .zero
-            $0.maximumConcurrentRevalidations = 2
+            $0.stayingCurrent.minimumRevalidationInterval = .zero
+            $0.stayingCurrent.maximumConcurrentRevalidations = 2
         }
         try await load(transport, (1...3).map { "/a/\($0)" } + (1...3).map { "/b/\($0)" })
         versioned.origin.closeGate()
@@ -176,8 +182,8 @@ struct RevalidateTests {
         origin.respond(
             to: url, with: .init(headers: ["ETag": "\"1\""], text: "kept"), .failure(.notConnectedToInternet))
         let transport = makeTransport(loader: origin) {
-            $0.minimumRevalidationInterval = .zero
-            $0.staleIfError = true
+            $0.stayingCurrent.minimumRevalidationInterval = .zero
+            $0.freshness.staleIfError = true
         }
         _ = try await transport.data(from: url)
         #expect(await transport.revalidateAll() == RevalidationSummary(revalidated: 1, failed: 1))
@@ -187,7 +193,9 @@ struct RevalidateTests {
     @Test("a revalidation shares a fetch of its key already in flight")
     func sharesFetchInFlight() async throws {
         let versioned = VersionedOrigin()
-        let transport = makeTransport(loader: versioned.origin) { $0.minimumRevalidationInterval = .zero }
+        let transport = makeTransport(loader: versioned.origin) {
+            $0.stayingCurrent.minimumRevalidationInterval = .zero
+        }
         try await load(transport, ["/shared"])
         versioned.origin.closeGate()
         let reload = Task {
@@ -211,7 +219,7 @@ struct RevalidateTests {
         let url = URL(string: Self.base + "/flaky")!
         origin.respond(
             to: url, with: .init(headers: ["ETag": "\"1\""], text: "kept"), .failure(.notConnectedToInternet))
-        let transport = makeTransport(loader: origin) { $0.minimumRevalidationInterval = .zero }
+        let transport = makeTransport(loader: origin) { $0.stayingCurrent.minimumRevalidationInterval = .zero }
         _ = try await transport.data(from: url)
         #expect(await transport.revalidateAll() == RevalidationSummary(revalidated: 1, failed: 1))
         #expect(try await transport.data(from: url).0.text == "kept")
@@ -221,7 +229,9 @@ struct RevalidateTests {
     @Test("revalidateWatched() revalidates what changes(for:) and values streams watch, nothing else")
     func watched() async throws {
         let versioned = VersionedOrigin()
-        let transport = makeTransport(loader: versioned.origin) { $0.minimumRevalidationInterval = .zero }
+        let transport = makeTransport(loader: versioned.origin) {
+            $0.stayingCurrent.minimumRevalidationInterval = .zero
+        }
         try await load(transport, ["/watched", "/listed/1", "/other"])
         #expect(await transport.revalidateWatched() == RevalidationSummary())
 
@@ -243,7 +253,7 @@ struct RevalidateTests {
         let versioned = VersionedOrigin()
         let url = URL(string: Self.base + "/live")!
         let transport = makeTransport(loader: versioned.origin, clock: clock) {
-            $0.refreshIntervals = [EndpointSetting(.pathPrefix("/live"), .seconds(1))]
+            $0.stayingCurrent.refreshIntervals = [EndpointSetting(.pathPrefix("/live"), .seconds(1))]
         }
         _ = try await transport.data(from: url)
         var first: AsyncStream<CacheChange>? = transport.changes(for: .url(url))
@@ -278,7 +288,7 @@ struct RevalidateTests {
         let versioned = VersionedOrigin()
         let url = URL(string: Self.base + "/score")!
         let transport = makeTransport(loader: versioned.origin, clock: clock) {
-            $0.refreshIntervals = [EndpointSetting(.url(url), .seconds(30))]
+            $0.stayingCurrent.refreshIntervals = [EndpointSetting(.url(url), .seconds(30))]
         }
         let decoder = TextDecoder()
         var values = transport.values(String.self, for: URLRequest(url: url), decoder: decoder).makeAsyncIterator()
@@ -292,7 +302,7 @@ struct RevalidateTests {
     @Test("streams of endpoints without an interval, and streams of every change, poll nothing")
     func noIntervalNoPolling() async throws {
         let transport = makeTransport(loader: echoOrigin()) {
-            $0.refreshIntervals = [EndpointSetting(.host("other.example.com"), .seconds(1))]
+            $0.stayingCurrent.refreshIntervals = [EndpointSetting(.host("other.example.com"), .seconds(1))]
         }
         let streams = [transport.changes(), transport.changes(for: .url(URL(string: Self.base + "/x")!))]
         #expect(transport.poller.polledEndpoints == 0)

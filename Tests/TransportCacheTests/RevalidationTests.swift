@@ -46,7 +46,7 @@ struct RevalidationTests {
                 : .init(status: 304, headers: ["ETag": "\"1\"", "Cache-Control": "no-store"])
         }
         // The override off, so that the 304's no-store is taken at its word.
-        let transport = makeTransport(loader: loader) { $0.cacheOverride = nil }
+        let transport = makeTransport(loader: loader) { $0.network.cacheOverride = nil }
         _ = try await transport.data(for: request(url))
         var changes = transport.changes().makeAsyncIterator()
 
@@ -104,7 +104,7 @@ struct RevalidationTests {
         let origin = ValidatingOrigin()
         let loader = ScriptedOrigin(respond: origin.responder)
         let clock = TestClock()
-        let transport = makeTransport(loader: loader, clock: clock) { $0.maximumAge = .seconds(60) }
+        let transport = makeTransport(loader: loader, clock: clock) { $0.freshness.maximumAge = .seconds(60) }
         let (stored, _) = try await transport.data(for: request(url))
 
         clock.advance(by: .seconds(61))
@@ -165,7 +165,7 @@ struct RevalidationTests {
     func conditionsSwitchedOff() async throws {
         let origin = ValidatingOrigin()
         let loader = ScriptedOrigin(respond: origin.responder)
-        let transport = makeTransport(loader: loader) { $0.usesConditionalRequests = false }
+        let transport = makeTransport(loader: loader) { $0.freshness.usesConditionalRequests = false }
         _ = try await transport.data(for: request(url))
         _ = try await transport.refresh(request(url))
         for call in loader.calls {

@@ -44,7 +44,7 @@ struct SessionDelegateTests {
 
     func configuration(overrideOn: Bool) -> CachedTransport.Configuration {
         var configuration = CachedTransport.Configuration()
-        if !overrideOn { configuration.cacheOverride = nil }
+        if !overrideOn { configuration.network.cacheOverride = nil }
         return configuration
     }
 

@@ -29,7 +29,7 @@ struct SignOutInFlightTests {
         }
         let (transport, credentials) = IdentityConfiguration.partitions.transport(origin, authenticator: authenticator)
         {
-            $0.minimumRevalidationInterval = .zero
+            $0.stayingCurrent.minimumRevalidationInterval = .zero
         }
         _ = try await transport.data(for: request("\(base)/feed"))
         _ = try await transport.data(for: request("\(base)/profile"))

@@ -19,7 +19,7 @@ struct SnapshotTests {
             }
         }
         let clock = TestClock()
-        let transport = makeTransport(loader: origin, clock: clock) { $0.maximumAge = .seconds(60) }
+        let transport = makeTransport(loader: origin, clock: clock) { $0.freshness.maximumAge = .seconds(60) }
         let feed = request("https://api.example.com/feed", headers: ["Accept-Encoding": "gzip"])
         _ = try await transport.value(Feed.self, for: feed)
         _ = try await transport.data(for: feed)

@@ -22,7 +22,7 @@ struct StaleIfErrorTests {
         "when on, a connectivity failure answers with the last stored body, marked stale",
         arguments: [URLError.Code.notConnectedToInternet, .cannotConnectToHost, .timedOut, .networkConnectionLost])
     func connectivityFailure(code: URLError.Code) async throws {
-        let transport = makeTransport(loader: Self.failingAfterFirst(code)) { $0.staleIfError = true }
+        let transport = makeTransport(loader: Self.failingAfterFirst(code)) { $0.freshness.staleIfError = true }
         let (stored, response) = try await transport.data(for: request(url))
         #expect(!response.isStaleAnswer)
         let (stale, staleResponse) = try await transport.refresh(request(url))
@@ -38,8 +38,8 @@ struct StaleIfErrorTests {
     func expiredEntry() async throws {
         let clock = TestClock()
         let transport = makeTransport(loader: Self.failingAfterFirst(.cannotConnectToHost), clock: clock) {
-            $0.staleIfError = true
-            $0.maximumAge = .seconds(10)
+            $0.freshness.staleIfError = true
+            $0.freshness.maximumAge = .seconds(10)
         }
         let (stored, _) = try await transport.data(for: request(url))
         clock.advance(by: .seconds(60))
@@ -50,7 +50,9 @@ struct StaleIfErrorTests {
 
     @Test("other errors are not masked")
     func otherErrors() async throws {
-        let transport = makeTransport(loader: Self.failingAfterFirst(.badServerResponse)) { $0.staleIfError = true }
+        let transport = makeTransport(loader: Self.failingAfterFirst(.badServerResponse)) {
+            $0.freshness.staleIfError = true
+        }
         _ = try await transport.data(for: request(url))
         let error = await thrownError { try await transport.refresh(request(url)) }
         #expect((error as? URLError)?.code == .badServerResponse)
@@ -67,7 +69,7 @@ struct StaleIfErrorTests {
     @Test("an invalidated entry is never served stale")
     func invalidatedIsGone() async throws {
         let transport = makeTransport(loader: Self.failingAfterFirst(.notConnectedToInternet)) {
-            $0.staleIfError = true
+            $0.freshness.staleIfError = true
         }
         _ = try await transport.data(for: request(url))
         transport.invalidate(request(url))

@@ -26,8 +26,8 @@ struct StaleWhileRevalidateTests {
             })
         let clock = TestClock()
         let transport = makeTransport(loader: loader, clock: clock) {
-            $0.maximumAge = .seconds(60)
-            $0.staleWhileRevalidate = .seconds(30)
+            $0.freshness.maximumAge = .seconds(60)
+            $0.freshness.staleWhileRevalidate = .seconds(30)
         }
         return (transport, loader, clock)
     }
@@ -170,8 +170,8 @@ struct StaleWhileRevalidateTests {
         let loader = echoOrigin()
         let clock = TestClock()
         let transport = makeTransport(loader: loader, clock: clock) {
-            $0.maximumAge = .seconds(60)
-            $0.staleWhileRevalidateWindows = [EndpointSetting(.pathPrefix("/feed"), .seconds(600))]
+            $0.freshness.maximumAge = .seconds(60)
+            $0.freshness.staleWhileRevalidateWindows = [EndpointSetting(.pathPrefix("/feed"), .seconds(600))]
         }
         _ = try await transport.data(for: request(url))
         _ = try await transport.data(for: request("https://api.example.com/other"))

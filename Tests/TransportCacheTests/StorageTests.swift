@@ -22,7 +22,7 @@ struct StorageTests {
     @Test("the set of storable statuses is configurable")
     func configurableStatuses() async throws {
         let loader = ScriptedOrigin(respond: ScriptedOrigin.status(404))
-        let transport = makeTransport(loader: loader) { $0.storableStatusCodes = [200, 404] }
+        let transport = makeTransport(loader: loader) { $0.storage.storableStatusCodes = [200, 404] }
         _ = try await transport.data(for: request("https://api.example.com/missing"))
         _ = try await transport.data(for: request("https://api.example.com/missing"))
         #expect(loader.callCount == 1)
@@ -32,8 +32,8 @@ struct StorageTests {
     func tooLarge() async throws {
         let loader = ScriptedOrigin(respond: ScriptedOrigin.body(size: 20_000))
         let transport = makeTransport(loader: loader) {
-            $0.memoryCapacity = 100_000
-            $0.maximumEntryShare = 0.1
+            $0.storage.memoryCapacity = 100_000
+            $0.storage.maximumEntryShare = 0.1
         }
         let (data, _) = try await transport.data(for: request("https://api.example.com/big"))
         #expect(data.count == 20_000)
@@ -46,7 +46,7 @@ struct StorageTests {
     @Test("a zero capacity stores nothing and still answers")
     func zeroCapacity() async throws {
         let loader = echoOrigin()
-        let transport = makeTransport(loader: loader) { $0.memoryCapacity = 0 }
+        let transport = makeTransport(loader: loader) { $0.storage.memoryCapacity = 0 }
         _ = try await transport.data(for: request("https://api.example.com/a"))
         _ = try await transport.data(for: request("https://api.example.com/a"))
         #expect(loader.callCount == 2)
@@ -58,8 +58,8 @@ struct StorageTests {
         let loader = ScriptedOrigin(respond: ScriptedOrigin.body(size: 1_000))
         // Room for three entries of about 1.4 KB each, not four.
         let transport = makeTransport(loader: loader) {
-            $0.memoryCapacity = 5_000
-            $0.maximumEntryShare = 1
+            $0.storage.memoryCapacity = 5_000
+            $0.storage.maximumEntryShare = 1
         }
         for name in ["a", "b", "c"] { _ = try await transport.data(for: request("https://example.com/\(name)")) }
         _ = try await transport.data(for: request("https://example.com/a"))  // a is now the most recent
@@ -78,7 +78,7 @@ struct StorageTests {
     func budgetHolds() async throws {
         let loader = ScriptedOrigin(respond: ScriptedOrigin.body(size: 500))
         let capacity = 200_000
-        let transport = makeTransport(loader: loader) { $0.memoryCapacity = capacity }
+        let transport = makeTransport(loader: loader) { $0.storage.memoryCapacity = capacity }
         for index in 0..<10_000 {
             _ = try await transport.data(for: request("https://example.com/items/\(index)"))
             if index % 1_000 == 0 { #expect(transport.statistics.bytesHeld <= capacity) }
@@ -105,7 +105,7 @@ struct StorageTests {
     @Test("with the header override off, a Vary: * answer is not reused")
     func varyStar() async throws {
         let loader = ScriptedOrigin(respond: ScriptedOrigin.ok(headers: ["Vary": "*"]))
-        let transport = makeTransport(loader: loader) { $0.cacheOverride = nil }
+        let transport = makeTransport(loader: loader) { $0.network.cacheOverride = nil }
         _ = try await transport.data(for: request("https://api.example.com/random"))
         _ = try await transport.data(for: request("https://api.example.com/random"))
         #expect(loader.callCount == 2)
@@ -129,8 +129,8 @@ struct StorageTests {
             return ScriptedOrigin.Reply(status: 200, body: Data(count: size))
         })
         let transport = makeTransport(loader: loader) {
-            $0.memoryCapacity = 1_000
-            $0.maximumEntryShare = 1
+            $0.storage.memoryCapacity = 1_000
+            $0.storage.maximumEntryShare = 1
         }
         for name in ["a", "a", "b", "c"] {
             _ = try await transport.refresh(request("https://example.com/\(name)"))

@@ -62,7 +62,7 @@ struct TagAndQueryTests {
     @Test("a query POST is keyed by its body: the same body is coalesced and answered from memory, another is not")
     func queryPosts() async throws {
         let origin = echoOrigin(gated: true)
-        let transport = makeTransport(loader: origin) { $0.queryEndpoints = [.pathPrefix("/graphql")] }
+        let transport = makeTransport(loader: origin) { $0.network.queryEndpoints = [.pathPrefix("/graphql")] }
         let query = post("/graphql", body: #"{"query":"{ articles { id } }"}"#)
         let callers = startCalls(10) { try await transport.data(for: query).0 }
         #expect(transport.statistics.coalescedJoins == 9)
@@ -89,7 +89,7 @@ struct TagAndQueryTests {
     func queryNotRetried() async throws {
         let origin = ScriptedOrigin(respond: ScriptedOrigin.status(503))
         let transport = makeTransport(loader: origin) {
-            $0.queryEndpoints = [.pathPrefix("/graphql")]
+            $0.network.queryEndpoints = [.pathPrefix("/graphql")]
             $0.retryQuickly()
         }
         _ = try await transport.data(for: post("/graphql", body: "{}"))
@@ -102,8 +102,8 @@ struct TagAndQueryTests {
     func otherPosts() async throws {
         let origin = echoOrigin()
         let transport = makeTransport(loader: origin) {
-            $0.queryEndpoints = [.pathPrefix("/search")]
-            $0.maximumQueryBodySize = 16
+            $0.network.queryEndpoints = [.pathPrefix("/search")]
+            $0.network.maximumQueryBodySize = 16
         }
         _ = try await transport.data(for: request(Self.base + "/search"))
         let large = post("/search", body: String(repeating: "q", count: 17))

@@ -44,7 +44,7 @@ struct ValueBoundTests {
 
     @Test("the least recently used value of an entry is dropped first")
     func leastRecentlyUsedDropped() async throws {
-        let transport = makeTransport(loader: feedLoader(Locked(1))) { $0.maximumDecodedValuesPerEntry = 2 }
+        let transport = makeTransport(loader: feedLoader(Locked(1))) { $0.storage.maximumDecodedValuesPerEntry = 2 }
         let a = Self.uncomparableDecoder()
         let b = Self.uncomparableDecoder()
         let c = Self.uncomparableDecoder()
@@ -62,7 +62,7 @@ struct ValueBoundTests {
 
     @Test("types count toward the bound like decoders")
     func typesCount() async throws {
-        let transport = makeTransport(loader: feedLoader(Locked(1))) { $0.maximumDecodedValuesPerEntry = 1 }
+        let transport = makeTransport(loader: feedLoader(Locked(1))) { $0.storage.maximumDecodedValuesPerEntry = 1 }
         _ = try await transport.value(Feed.self, for: request(url))
         _ = try await transport.value(FeedNames.self, for: request(url))
         _ = try await transport.value(Feed.self, for: request(url))
@@ -72,7 +72,7 @@ struct ValueBoundTests {
 
     @Test("a bound of zero keeps no decoded value and charges nothing")
     func zeroBound() async throws {
-        let transport = makeTransport(loader: feedLoader(Locked(1))) { $0.maximumDecodedValuesPerEntry = 0 }
+        let transport = makeTransport(loader: feedLoader(Locked(1))) { $0.storage.maximumDecodedValuesPerEntry = 0 }
         _ = try await transport.data(for: request(url))
         let stored = transport.statistics.bytesHeld
         _ = try await transport.value(Feed.self, for: request(url))

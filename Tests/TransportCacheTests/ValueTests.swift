@@ -312,8 +312,8 @@ struct ValueTests {
         let loader = feedLoader(Locked(1))
         // Room for the decoded entry and one more entry, not two.
         let transport = makeTransport(loader: loader) {
-            $0.memoryCapacity = 1_000
-            $0.maximumEntryShare = 1
+            $0.storage.memoryCapacity = 1_000
+            $0.storage.maximumEntryShare = 1
         }
         let decoder = CountingDecoder()
         let before = try await transport.value(Feed.self, for: request(url), decoder: decoder)
@@ -329,8 +329,8 @@ struct ValueTests {
     @Test("a decoded value is charged its body's bytes plus 64, and bytes held never pass the capacity")
     func chargedToTheBudget() async throws {
         let transport = makeTransport(loader: feedLoader(Locked(1))) {
-            $0.memoryCapacity = 3_000
-            $0.maximumEntryShare = 1
+            $0.storage.memoryCapacity = 3_000
+            $0.storage.maximumEntryShare = 1
         }
         let (data, _) = try await transport.data(for: request(url))
         let stored = transport.statistics.bytesHeld
@@ -348,9 +348,9 @@ struct ValueTests {
     func decodeEvictionsReported() async throws {
         // Room for two bare entries, not for two with their values.
         let transport = makeTransport(loader: feedLoader(Locked(1))) {
-            $0.memoryCapacity = 1_000
-            $0.maximumEntryShare = 1
-            $0.changeBufferLimit = 10_000
+            $0.storage.memoryCapacity = 1_000
+            $0.storage.maximumEntryShare = 1
+            $0.stayingCurrent.changeBufferLimit = 10_000
         }
         var events = transport.events().makeAsyncIterator()
         var evictionsByDecodes = 0

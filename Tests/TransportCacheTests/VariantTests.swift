@@ -36,7 +36,7 @@ struct VariantTests {
     @Test("the variants of a key are bounded, least recently used dropped first")
     func boundedVariants() async throws {
         let loader = Self.flavored()
-        let transport = makeTransport(loader: loader) { $0.maximumVariants = 2 }
+        let transport = makeTransport(loader: loader) { $0.storage.maximumVariants = 2 }
         _ = try await transport.data(for: request(url, headers: ["X-Flavor": "a"]))
         _ = try await transport.data(for: request(url, headers: ["X-Flavor": "b"]))
         _ = try await transport.data(for: request(url, headers: ["X-Flavor": "a"]))  // a is now the most recent

@@ -19,8 +19,8 @@ struct VaryNormalisationTests {
             ScriptedOrigin.Reply(headers: ["Cache-Control": "max-age=600", "Vary": vary], text: "call=\(call)")
         }
         let transport = makeTransport(loader: loader) {
-            $0.conformsToHTTPCaching = httpCaching
-            $0.cacheOverride = nil
+            $0.freshness.conformsToHTTPCaching = httpCaching
+            $0.network.cacheOverride = nil
         }
         _ = try await transport.data(for: request(url, headers: first))
         _ = try await transport.data(for: request(url, headers: second))

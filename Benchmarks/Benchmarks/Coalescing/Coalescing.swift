@@ -136,7 +136,7 @@ let benchmarks: @Sendable () -> Void = {
         let origin = origin.value
         let tokens = OriginTokens(tokenURL: origin.url("/token"))
         var configuration = CachedTransport.Configuration()
-        configuration.authenticate(
+        configuration.identity.authenticate(
             with: Credentials(tokens, credential: OriginAccount(name: "me", token: await origin.currentToken)))
         let transport = CachedTransport(configuration: configuration)
         tokens.use(transport)

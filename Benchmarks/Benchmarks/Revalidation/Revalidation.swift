@@ -71,7 +71,7 @@ let benchmarks: @Sendable () -> Void = {
                 precondition(data.count == bodySize)
                 benchmark.measurement(.custom("bodyBytesReceived"), await origin.value.bodyBytesSent - before)
             } setup: {
-                primed.value = try await start(query: query) { $0.usesConditionalRequests = conditional }
+                primed.value = try await start(query: query) { $0.freshness.usesConditionalRequests = conditional }
             } teardown: {
                 try await stop()
             }
@@ -99,8 +99,8 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.stopMeasurement()
     } setup: {
         var request = try await start {
-            $0.maximumAge = .nanoseconds(1)
-            $0.staleWhileRevalidate = .seconds(3_600)
+            $0.freshness.maximumAge = .nanoseconds(1)
+            $0.freshness.staleWhileRevalidate = .seconds(3_600)
         }
         await origin.value.closeGate()
         request.setValue("gate=1", forHTTPHeaderField: "X-Origin-Query")
@@ -121,7 +121,7 @@ let benchmarks: @Sendable () -> Void = {
         }.value
         benchmark.stopMeasurement()
     } setup: {
-        primed.value = try await start { $0.maximumAge = .seconds(3_600) }
+        primed.value = try await start { $0.freshness.maximumAge = .seconds(3_600) }
     } teardown: {
         try await stop()
     }
@@ -140,7 +140,7 @@ let benchmarks: @Sendable () -> Void = {
         blackHole(try await Task.detached { try await transport.data(for: request) }.value)
         benchmark.stopMeasurement()
     } setup: {
-        primed.value = try await start { $0.maximumAge = .nanoseconds(1) }
+        primed.value = try await start { $0.freshness.maximumAge = .nanoseconds(1) }
     } teardown: {
         try await stop()
     }
@@ -163,8 +163,8 @@ let benchmarks: @Sendable () -> Void = {
         let started = try await LoopbackOrigin.start()
         origin.value = started
         var configuration = CachedTransport.Configuration()
-        configuration.minimumRevalidationInterval = .zero
-        configuration.maximumConcurrentRevalidations = 4
+        configuration.stayingCurrent.minimumRevalidationInterval = .zero
+        configuration.stayingCurrent.maximumConcurrentRevalidations = 4
         let cached = CachedTransport(configuration: configuration)
         transport.value = cached
         for index in 0..<sweepSize { _ = try await cached.data(from: started.url("/sweep/\(index)?stable=1")) }

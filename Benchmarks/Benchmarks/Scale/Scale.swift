@@ -31,7 +31,7 @@ private func request(_ index: Int) -> URLRequest {
 /// A transport holding `count` entries, each tagged with its group.
 private func filledTransport(_ count: Int) async throws -> CachedTransport {
     var configuration = CachedTransport.Configuration()
-    configuration.memoryCapacity = 1 << 30
+    configuration.storage.memoryCapacity = 1 << 30
     let transport = CachedTransport(configuration: configuration)
     try await refill(transport, Array(0..<count))
     return transport

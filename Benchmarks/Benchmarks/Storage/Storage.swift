@@ -30,7 +30,7 @@ let benchmarks: @Sendable () -> Void = {
         configuration: .init(metrics: [.custom("overheadBytesPerEntry")], maxIterations: 1)
     ) { benchmark in
         var configuration = CachedTransport.Configuration()
-        configuration.memoryCapacity = 1 << 30
+        configuration.storage.memoryCapacity = 1 << 30
         let transport = CachedTransport(configuration: configuration)
         let all = requests(on: origin.value, count: entryCount, path: "/entries")
             .map { request -> URLRequest in
@@ -57,13 +57,13 @@ let benchmarks: @Sendable () -> Void = {
         configuration: .init(metrics: [.custom("bytesHeldPercentOfCapacity"), .custom("evictions")], maxIterations: 1)
     ) { benchmark in
         var configuration = CachedTransport.Configuration()
-        configuration.memoryCapacity = 1 << 20
+        configuration.storage.memoryCapacity = 1 << 20
         let transport = CachedTransport(configuration: configuration)
         let keys = isSmokeRun ? 1_000 : 100_000
         try await prime(transport, with: requests(on: origin.value, count: keys, path: "/budget"), width: 12)
         let statistics = transport.statistics
         benchmark.measurement(
-            .custom("bytesHeldPercentOfCapacity"), statistics.bytesHeld * 100 / configuration.memoryCapacity)
+            .custom("bytesHeldPercentOfCapacity"), statistics.bytesHeld * 100 / configuration.storage.memoryCapacity)
         benchmark.measurement(.custom("evictions"), statistics.evictions)
     } setup: {
         try await start()

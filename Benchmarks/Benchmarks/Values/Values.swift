@@ -60,7 +60,7 @@ private let articlesRequest = URLRequest(url: URL(string: "https://api.example.c
 
 private func makeTransport() async throws {
     var configuration = CachedTransport.Configuration()
-    configuration.cacheOverride = nil
+    configuration.network.cacheOverride = nil
     let session = URLSessionConfiguration.ephemeral
     session.protocolClasses = [ArticlesProtocol.self]
     let cached = CachedTransport(configuration: configuration, sessionConfiguration: session)

@@ -151,7 +151,7 @@ public func timedMissPair(
 /// adding its version to every request would: it runs only on requests that go out.
 public func adapterConfiguration() -> CachedTransport.Configuration {
     var configuration = CachedTransport.Configuration()
-    configuration.requestAdapters = [
+    configuration.identity.requestAdapters = [
         RequestAdapter { request in
             var request = request
             request.setValue("4.2", forHTTPHeaderField: "X-App-Version")
@@ -164,14 +164,14 @@ public func adapterConfiguration() -> CachedTransport.Configuration {
 /// A configuration whose one keyed adapter adds a header, which runs on every call, a hit included.
 public func keyedAdapterConfiguration() -> CachedTransport.Configuration {
     var configuration = CachedTransport.Configuration()
-    configuration.requestAdapters = [.keyed { $0.setValue("4.2", forHTTPHeaderField: "X-App-Version") }]
+    configuration.identity.requestAdapters = [.keyed { $0.setValue("4.2", forHTTPHeaderField: "X-App-Version") }]
     return configuration
 }
 
 /// A configuration with a bearer token's credentials, in the user's partition when `partitioned`.
 public func credentialsConfiguration(partitioned: Bool) -> CachedTransport.Configuration {
     var configuration = CachedTransport.Configuration()
-    configuration.authenticate(
+    configuration.identity.authenticate(
         with: Credentials(
             BearerAuthenticator(), credential: "user-1",
             partition: partitioned ? { @Sendable _ in "user" } : nil))

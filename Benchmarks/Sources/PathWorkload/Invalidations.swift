@@ -39,7 +39,7 @@ private func scaleRequest(_ index: Int) -> URLRequest {
 /// suite fills it.
 private func filledTransport(count: Int) async throws -> CachedTransport {
     var configuration = CachedTransport.Configuration()
-    configuration.memoryCapacity = 1 << 30
+    configuration.storage.memoryCapacity = 1 << 30
     let transport = CachedTransport(configuration: configuration)
     let body = Data(repeating: 0x61, count: 256)
     for index in 0..<count {
@@ -156,7 +156,7 @@ private final class FreedSentinel: Decodable, Sendable {
 /// slice at a time, after the call returned.
 func timeUntilFreed(count: Int) async throws {
     var configuration = CachedTransport.Configuration()
-    configuration.memoryCapacity = 1 << 30
+    configuration.storage.memoryCapacity = 1 << 30
     let transport = CachedTransport(configuration: configuration)
     FreedSentinel.freed.value = 0
     FreedSentinel.expected.value = count

@@ -29,7 +29,7 @@ import TransportCache
 /// The stream is registered before this function returns, so every request made after it is
 /// logged, in the order the transport reported it. Logging happens on the returned task, never on
 /// the requests' path: a logger slower than the requests loses the oldest events first
-/// (``CachedTransport/Configuration/changeBufferLimit``), and no request ever waits for it.
+/// (``CachedTransport/Configuration/StayingCurrent/changeBufferLimit``), and no request ever waits for it.
 ///
 /// - Parameters:
 ///   - transport: the transport to watch. The task does not keep it alive.

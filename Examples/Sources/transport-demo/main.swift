@@ -191,7 +191,7 @@ let tokens = OriginTokens(tokenURL: origin.url("/token"))
 let credentials = Credentials(
     tokens, credential: OriginAccount(name: "ada", token: await origin.currentToken), partition: { $0.name })
 var accountConfiguration = CachedTransport.Configuration()
-accountConfiguration.authenticate(with: credentials)
+accountConfiguration.identity.authenticate(with: credentials)
 let accountTransport = CachedTransport(configuration: accountConfiguration)
 tokens.use(accountTransport)
 let inbox = origin.url("/inbox?token=1&stable=1")

@@ -18,8 +18,8 @@ import TransportCache
 //         [--http-caching] [--stale-if-error]
 //
 // The header override is off: the origin's caching headers are taken at their word. With
-// `--http-caching` the transport follows HTTP caching (`conformsToHTTPCaching`); without it, it
-// keeps its default behaviour. With `--stale-if-error` (`staleIfError`) a stored answer stands in
+// `--http-caching` the transport follows HTTP caching (`freshness.conformsToHTTPCaching`); without it, it
+// keeps its default behaviour. With `--stale-if-error` (`freshness.staleIfError`) a stored answer stands in
 // for an origin that cannot be reached (and, following HTTP, for its 500, 502, 503 or 504).
 
 struct Options {
@@ -53,10 +53,10 @@ let connectionFields: Set<String> = [
 
 let options = Options(CommandLine.arguments)
 var configuration = CachedTransport.Configuration()
-configuration.cacheOverride = nil
-configuration.conformsToHTTPCaching = options.httpCaching
-configuration.staleIfError = options.staleIfError
-configuration.changeBufferLimit = 1
+configuration.network.cacheOverride = nil
+configuration.freshness.conformsToHTTPCaching = options.httpCaching
+configuration.freshness.staleIfError = options.staleIfError
+configuration.stayingCurrent.changeBufferLimit = 1
 let transport = CachedTransport(configuration: configuration)
 
 /// The fields `Connection` names in `fields`: they describe that connection only.

@@ -19,7 +19,7 @@ struct AuthenticationEndToEndTests {
         let credentials = Credentials(
             tokens, credential: OriginAccount(name: account, token: token), limit: limit, partition: { $0.name })
         var configuration = CachedTransport.Configuration()
-        configuration.authenticate(with: credentials)
+        configuration.identity.authenticate(with: credentials)
         // Room for twenty requests held at the origin at once (six per host by default).
         let session = URLSessionConfiguration.ephemeral
         session.httpMaximumConnectionsPerHost = 32
@@ -152,9 +152,9 @@ struct AuthenticationEndToEndTests {
             let credentials = Credentials(
                 tokens, credential: OriginAccount(name: "alice", token: "same"), partition: { $0.name })
             var configuration = CachedTransport.Configuration()
-            configuration.authenticate(with: credentials)
-            configuration.queryEndpoints = [.pathPrefix("/search")]
-            configuration.minimumRevalidationInterval = .zero
+            configuration.identity.authenticate(with: credentials)
+            configuration.network.queryEndpoints = [.pathPrefix("/search")]
+            configuration.stayingCurrent.minimumRevalidationInterval = .zero
             let transport = CachedTransport(configuration: configuration)
             // The same plain request and the same token: only the account tells them apart.
             let feed = request(origin.url("/feed?gate=1"))

@@ -108,7 +108,7 @@ struct FaultInjectionTests {
     @Test("a refresh answered with a 500 returns the 500 and keeps the stored 200, even with stale-if-error on")
     func refreshAnsweredWith500() async throws {
         try await withOrigin { origin in
-            let transport = Self.transport { $0.staleIfError = true }
+            let transport = Self.transport { $0.freshness.staleIfError = true }
             let url = origin.url("/feed")
             var changes = transport.changes().makeAsyncIterator()
             let stored = try await transport.data(from: url).0
@@ -170,7 +170,7 @@ struct FaultInjectionTests {
         arguments: ["drop=1", "reset=1"])
     func staleIfErrorCoversConnectionLoss(fault: String) async throws {
         try await withOrigin { origin in
-            let transport = Self.transport { $0.staleIfError = true }
+            let transport = Self.transport { $0.freshness.staleIfError = true }
             let url = origin.url("/profile")
             let (stored, _) = try await transport.data(from: url)
             let (answer, response) = try await transport.refresh(Self.faulty(url, fault))
@@ -271,7 +271,7 @@ struct FaultInjectionTests {
         arguments: ["cc=max-age%3D600&cc2=no-store", "cc=no-store&cc2=max-age%3D600"])
     func repeatedCacheControlWithoutOverride(query: String) async throws {
         try await withOrigin { origin in
-            let transport = Self.transport { $0.cacheOverride = nil }
+            let transport = Self.transport { $0.network.cacheOverride = nil }
             let url = origin.url("/odd?\(query)")
             let first = try await transport.data(from: url).0
             let second = try await transport.data(from: url).0

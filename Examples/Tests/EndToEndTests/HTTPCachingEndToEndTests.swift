@@ -29,7 +29,7 @@ struct HTTPCachingEndToEndTests {
     func followsOriginHeaders() async throws {
         try await withOrigin { origin in
             var configuration = CachedTransport.Configuration()
-            configuration.conformsToHTTPCaching = true
+            configuration.freshness.conformsToHTTPCaching = true
             let transport = CachedTransport(configuration: configuration)
 
             let noCache = "/http?stable=1"
@@ -51,8 +51,8 @@ struct HTTPCachingEndToEndTests {
 struct HTTPCachingRulesEndToEndTests {
     func transport(clock: ManualCacheClock? = nil, staleIfError: Bool = false) -> CachedTransport {
         var configuration = CachedTransport.Configuration()
-        configuration.conformsToHTTPCaching = true
-        configuration.staleIfError = staleIfError
+        configuration.freshness.conformsToHTTPCaching = true
+        configuration.freshness.staleIfError = staleIfError
         if let clock { configuration.clock = clock.cacheClock }
         return CachedTransport(configuration: configuration)
     }
@@ -168,7 +168,7 @@ struct VaryNormalisationEndToEndTests {
     func acceptLanguage() async throws {
         try await withOrigin { origin in
             var configuration = CachedTransport.Configuration()
-            configuration.conformsToHTTPCaching = true
+            configuration.freshness.conformsToHTTPCaching = true
             let transport = CachedTransport(configuration: configuration)
             let path = "/languages?stable=1&vary=Accept-Language&cc=max-age%3D600"
             for language in ["en, de", "De,EN", " en ,  de "] {

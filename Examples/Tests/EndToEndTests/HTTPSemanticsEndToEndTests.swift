@@ -77,7 +77,7 @@ struct HTTPSemanticsEndToEndTests {
         try await withOrigin { origin in
             let clock = ManualCacheClock()
             var configuration = CachedTransport.Configuration()
-            configuration.maximumAge = .seconds(2)
+            configuration.freshness.maximumAge = .seconds(2)
             configuration.clock = clock.cacheClock
             let transport = CachedTransport(configuration: configuration)
             let path = "/aging?stable=1"
@@ -101,8 +101,8 @@ struct HTTPSemanticsEndToEndTests {
         try await withOrigin { origin in
             let clock = ManualCacheClock()
             var configuration = CachedTransport.Configuration()
-            configuration.maximumAge = .seconds(60)
-            configuration.staleWhileRevalidate = .seconds(60)
+            configuration.freshness.maximumAge = .seconds(60)
+            configuration.freshness.staleWhileRevalidate = .seconds(60)
             configuration.clock = clock.cacheClock
             let transport = CachedTransport(configuration: configuration)
             let path = "/feed?stable=1"
@@ -137,8 +137,8 @@ struct HTTPSemanticsEndToEndTests {
         try await withOrigin { origin in
             let clock = ManualCacheClock()
             var configuration = CachedTransport.Configuration()
-            configuration.maximumAge = .seconds(60)
-            configuration.staleWhileRevalidate = .seconds(60)
+            configuration.freshness.maximumAge = .seconds(60)
+            configuration.freshness.staleWhileRevalidate = .seconds(60)
             configuration.clock = clock.cacheClock
             let transport = CachedTransport(configuration: configuration)
             let path = "/feed?stable=1"
@@ -214,7 +214,7 @@ struct HTTPSemanticsEndToEndTests {
     func conditionsSwitchedOff() async throws {
         try await withOrigin { origin in
             var configuration = CachedTransport.Configuration()
-            configuration.usesConditionalRequests = false
+            configuration.freshness.usesConditionalRequests = false
             let transport = CachedTransport(configuration: configuration)
             let path = "/list?stable=1"
             _ = try await transport.data(from: origin.url(path))

@@ -56,7 +56,7 @@ struct IdentityMatrixEndToEndTests {
         case .none:
             break
         case .adapter:
-            configuration.requestAdapters = [
+            configuration.identity.requestAdapters = [
                 .keyed { request in request.setValue("de", forHTTPHeaderField: "Accept-Language") },
                 RequestAdapter { request in
                     var request = request
@@ -71,7 +71,7 @@ struct IdentityMatrixEndToEndTests {
                 identity == .partitions
                 ? Credentials(originTokens, credential: account, partition: { $0.name })
                 : Credentials(originTokens, credential: account)
-            configuration.authenticate(with: made)
+            configuration.identity.authenticate(with: made)
             tokens = originTokens
             credentials = made
         }

@@ -412,7 +412,7 @@ struct LocalWritesEndToEndTests {
         try await withOrigin { origin in
             var configuration = CachedTransport.Configuration()
             // Entries of at most 1,000 bytes.
-            configuration.memoryCapacity = 10_000
+            configuration.storage.memoryCapacity = 10_000
             let transport = CachedTransport(configuration: configuration)
             let listURL = origin.url(Self.listPath)
             let list = URLRequest(url: listURL)

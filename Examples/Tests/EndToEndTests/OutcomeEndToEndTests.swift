@@ -38,12 +38,12 @@ struct OutcomeEndToEndTests {
             switch acceptance {
             case .cacheOnlyPolicy:
                 // Stale the moment it is stored.
-                configuration.maximumAge = .zero
+                configuration.freshness.maximumAge = .zero
                 path = "/accepted"
                 accepting = URLRequest(url: origin.url(path))
                 accepting.cachePolicy = .returnCacheDataDontLoad
             case .maxStaleFollowingHTTP:
-                configuration.conformsToHTTPCaching = true
+                configuration.freshness.conformsToHTTPCaching = true
                 path = "/accepted?cc=maxage0"
                 accepting = request(origin.url(path), headers: ["Cache-Control": "max-stale=600"])
             }
@@ -59,8 +59,8 @@ struct OutcomeEndToEndTests {
     func memoryStaleWhileRevalidate() async throws {
         try await withOrigin { origin in
             var configuration = CachedTransport.Configuration()
-            configuration.maximumAge = .zero
-            configuration.staleWhileRevalidate = .seconds(600)
+            configuration.freshness.maximumAge = .zero
+            configuration.freshness.staleWhileRevalidate = .seconds(600)
             let transport = CachedTransport(configuration: configuration)
             let path = "/window?stable=1"
             let url = origin.url(path)
@@ -94,8 +94,8 @@ struct OutcomeEndToEndTests {
     func memoryStaleAfterFailure() async throws {
         try await withOrigin { origin in
             var configuration = CachedTransport.Configuration()
-            configuration.maximumAge = .zero
-            configuration.staleIfError = true
+            configuration.freshness.maximumAge = .zero
+            configuration.freshness.staleIfError = true
             let transport = CachedTransport(configuration: configuration)
             let url = origin.url("/fallback")
             let (stored, _) = try await transport.data(from: url)
@@ -120,7 +120,7 @@ struct OutcomeEndToEndTests {
     func revalidated() async throws {
         try await withOrigin { origin in
             var configuration = CachedTransport.Configuration()
-            configuration.maximumAge = .zero
+            configuration.freshness.maximumAge = .zero
             let transport = CachedTransport(configuration: configuration)
             let path = "/confirmed?stable=1"
             let url = origin.url(path)
@@ -314,7 +314,7 @@ struct OutcomeEndToEndTests {
     func cacheOnlyMissGatewayTimeout() async throws {
         try await withOrigin { origin in
             var configuration = CachedTransport.Configuration()
-            configuration.conformsToHTTPCaching = true
+            configuration.freshness.conformsToHTTPCaching = true
             let transport = CachedTransport(configuration: configuration)
             let onlyIfCached = request(origin.url("/absent"), headers: ["Cache-Control": "only-if-cached"])
             let (data, response, outcome) = try await transport.response(for: onlyIfCached)
@@ -390,7 +390,7 @@ struct OutcomeEndToEndTests {
     func revalidationEvents() async throws {
         try await withOrigin { origin in
             var configuration = CachedTransport.Configuration()
-            configuration.maximumAge = .zero
+            configuration.freshness.maximumAge = .zero
             let transport = CachedTransport(configuration: configuration)
             let url = origin.url("/confirmed?stable=1")
             let sentinel = origin.url("/sentinel")
@@ -415,7 +415,7 @@ struct OutcomeEndToEndTests {
     func unreadStreamNeverBlocks() async throws {
         try await withOrigin { origin in
             var configuration = CachedTransport.Configuration()
-            configuration.changeBufferLimit = 4
+            configuration.stayingCurrent.changeBufferLimit = 4
             let transport = CachedTransport(configuration: configuration)
             let unread = transport.events()
             let urls = (0..<40).map { origin.url("/busy?item=\($0)") }
@@ -486,7 +486,7 @@ struct NetworkCase: Sendable, CustomTestStringConvertible {
             reason: .expired,
             // Without validators the expired entry is fetched whole, not confirmed by a 304.
             query: "validators=none",
-            configure: { $0.maximumAge = .zero },
+            configure: { $0.freshness.maximumAge = .zero },
             // Expired again at once: only a request that takes any age finds it in memory.
             repeated: { url in
                 var request = URLRequest(url: url)
@@ -504,8 +504,8 @@ struct NetworkCase: Sendable, CustomTestStringConvertible {
             // Two bodies of 6,000 bytes do not fit in 10,000: the second evicts the first.
             query: "size=6000",
             configure: {
-                $0.memoryCapacity = 10_000
-                $0.maximumEntryShare = 1
+                $0.storage.memoryCapacity = 10_000
+                $0.storage.maximumEntryShare = 1
             },
             prepare: { transport, url in
                 _ = try await transport.data(from: url)
@@ -573,10 +573,10 @@ struct NotStored: Sendable, CustomTestStringConvertible {
     static let all = [
         NotStored(reason: .status(404), query: "status=404"),
         NotStored(reason: .setsCookie, query: "setcookie=1"),
-        NotStored(reason: .noStore, query: "cc=no-store", configure: { $0.cacheOverride = nil }),
-        NotStored(reason: .variesOnEverything, query: "vary=*", configure: { $0.cacheOverride = nil }),
+        NotStored(reason: .noStore, query: "cc=no-store", configure: { $0.network.cacheOverride = nil }),
+        NotStored(reason: .variesOnEverything, query: "vary=*", configure: { $0.network.cacheOverride = nil }),
         // The largest entry is a tenth of 100,000 bytes.
-        NotStored(reason: .tooLarge, query: "size=20000", configure: { $0.memoryCapacity = 100_000 }),
+        NotStored(reason: .tooLarge, query: "size=20000", configure: { $0.storage.memoryCapacity = 100_000 }),
     ]
 }
 

@@ -61,7 +61,7 @@ struct SeamDefectTests {
     func coalescedCallersMatchVary() async throws {
         try await withOrigin { origin in
             var configuration = CachedTransport.Configuration()
-            configuration.cacheOverride = nil
+            configuration.network.cacheOverride = nil
             let transport = CachedTransport(configuration: configuration)
 
             // The answer for "a" cannot serve "b": one request per flavor.
@@ -89,7 +89,7 @@ struct SeamDefectTests {
     func valueRevalidatesStaleEntry() async throws {
         try await withOrigin { origin in
             var configuration = CachedTransport.Configuration()
-            configuration.conformsToHTTPCaching = true
+            configuration.freshness.conformsToHTTPCaching = true
             let transport = CachedTransport(configuration: configuration)
             // max-age=0: stale the moment it is stored, with no stale-while-revalidate window.
             let path = "/decoded?stable=1&cc=maxage0"
@@ -115,8 +115,8 @@ struct SeamDefectTests {
     func refreshDoesNotJoinEarlierRevalidation() async throws {
         try await withOrigin { origin in
             var configuration = CachedTransport.Configuration()
-            configuration.maximumAge = .zero
-            configuration.staleWhileRevalidate = .seconds(600)
+            configuration.freshness.maximumAge = .zero
+            configuration.freshness.staleWhileRevalidate = .seconds(600)
             let transport = CachedTransport(configuration: configuration)
             let path = "/feed?stable=1"
             let url = origin.url(path)
@@ -151,9 +151,9 @@ struct SeamDefectTests {
         try await withOrigin { origin in
             let capacity = 10_000
             var configuration = CachedTransport.Configuration()
-            configuration.memoryCapacity = capacity
-            configuration.maximumEntryShare = 1
-            configuration.maximumVariants = 4
+            configuration.storage.memoryCapacity = capacity
+            configuration.storage.maximumEntryShare = 1
+            configuration.storage.maximumVariants = 4
             let transport = CachedTransport(configuration: configuration)
             let path = "/variants?size=4000&vary=X-Flavor"
             let url = origin.url(path)

@@ -60,7 +60,7 @@ struct SecurityTests {
     func identitiesUnderLoad() async throws {
         try await withOrigin { origin in
             var configuration = CachedTransport.Configuration()
-            configuration.memoryCapacity = 64 * 1024
+            configuration.storage.memoryCapacity = 64 * 1024
             let transport = CachedTransport(configuration: configuration)
             let identities: [[String: String]] = (0..<12).map { index in
                 switch index % 3 {

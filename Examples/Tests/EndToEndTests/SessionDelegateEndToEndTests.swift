@@ -60,7 +60,7 @@ struct SessionDelegateEndToEndTests {
     /// A transport with `delegate`, with the header override on or off.
     static func transport(_ delegate: AppDelegate?, overrideOn: Bool) -> CachedTransport {
         var configuration = CachedTransport.Configuration()
-        if !overrideOn { configuration.cacheOverride = nil }
+        if !overrideOn { configuration.network.cacheOverride = nil }
         return CachedTransport(configuration: configuration, sessionDelegate: delegate)
     }
 

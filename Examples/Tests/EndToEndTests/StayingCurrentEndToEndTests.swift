@@ -50,7 +50,7 @@ struct StayingCurrentEndToEndTests {
     func retriedForEveryCaller(fault: Fault) async throws {
         try await withOrigin { origin in
             let transport = Self.transport {
-                $0.retryPolicy = RetryPolicy(maximumAttempts: 3, initialDelay: .milliseconds(1))
+                $0.network.retryPolicy = RetryPolicy(maximumAttempts: 3, initialDelay: .milliseconds(1))
             }
             // The first attempt waits at the gate until every caller has joined the fetch. An
             // attempt that fails with the connection leaves none to reuse, so the next arrives on a
@@ -86,7 +86,7 @@ struct StayingCurrentEndToEndTests {
             let clock = ManualCacheClock()
             let transport = Self.transport {
                 $0.clock = clock.cacheClock
-                $0.retryPolicy = RetryPolicy(maximumAttempts: 3, initialDelay: .seconds(1))
+                $0.network.retryPolicy = RetryPolicy(maximumAttempts: 3, initialDelay: .seconds(1))
             }
             let eventStream = transport.events()
             let path = "/flaky?gate=1&fail=2"
@@ -138,7 +138,7 @@ struct StayingCurrentEndToEndTests {
     func postNotRetried() async throws {
         try await withOrigin { origin in
             let transport = Self.transport {
-                $0.retryPolicy = RetryPolicy(maximumAttempts: 3, initialDelay: .milliseconds(1))
+                $0.network.retryPolicy = RetryPolicy(maximumAttempts: 3, initialDelay: .milliseconds(1))
             }
             let (_, posted) = try await transport.data(
                 for: request(
@@ -162,9 +162,9 @@ struct StayingCurrentEndToEndTests {
             let clock = ManualCacheClock()
             let transport = Self.transport {
                 $0.clock = clock.cacheClock
-                $0.maximumAge = .seconds(60)
-                $0.staleIfError = true
-                $0.retryPolicy = RetryPolicy(maximumAttempts: 3, initialDelay: .milliseconds(100))
+                $0.freshness.maximumAge = .seconds(60)
+                $0.freshness.staleIfError = true
+                $0.network.retryPolicy = RetryPolicy(maximumAttempts: 3, initialDelay: .milliseconds(100))
             }
             let path = "/profile"
             let url = origin.url(path)
@@ -203,7 +203,7 @@ struct StayingCurrentEndToEndTests {
             let url = origin.url(path)
             let transport = Self.transport {
                 $0.clock = clock.cacheClock
-                $0.refreshIntervals = [EndpointSetting(.url(url), .seconds(1))]
+                $0.stayingCurrent.refreshIntervals = [EndpointSetting(.url(url), .seconds(1))]
             }
             var all = transport.changes().makeAsyncIterator()
             let (stored, _) = try await transport.data(from: url)
@@ -254,8 +254,8 @@ struct StayingCurrentEndToEndTests {
     func revalidateAllBounded() async throws {
         try await withOrigin { origin in
             let transport = Self.transport {
-                $0.maximumConcurrentRevalidations = 4
-                $0.minimumRevalidationInterval = .zero
+                $0.stayingCurrent.maximumConcurrentRevalidations = 4
+                $0.stayingCurrent.minimumRevalidationInterval = .zero
             }
             let count = 1_000
             // The same body, and so the same ETag, on every request for an item; a little time at
@@ -310,7 +310,7 @@ struct StayingCurrentEndToEndTests {
     @Test("revalidateWatched asks only for watched URLs, and announces .updated only where the bytes changed")
     func revalidateWatchedOnly() async throws {
         try await withOrigin { origin in
-            let transport = Self.transport { $0.minimumRevalidationInterval = .zero }
+            let transport = Self.transport { $0.stayingCurrent.minimumRevalidationInterval = .zero }
             let changedPath = "/a?stable=1"
             let samePath = "/b?stable=1"
             let unwatchedPath = "/c?stable=1"

@@ -36,7 +36,7 @@ struct StressTests {
     func mixedLoad() async throws {
         try await withOrigin { origin in
             var configuration = CachedTransport.Configuration()
-            configuration.memoryCapacity = Self.capacity
+            configuration.storage.memoryCapacity = Self.capacity
             let session = URLSessionConfiguration.ephemeral
             session.timeoutIntervalForRequest = 30
             session.httpMaximumConnectionsPerHost = 16

@@ -15,7 +15,7 @@ struct TagsAndQueriesEndToEndTests {
     static func queryTransport(_ configure: (inout CachedTransport.Configuration) -> Void = { _ in }) -> CachedTransport
     {
         var configuration = CachedTransport.Configuration()
-        configuration.queryEndpoints = [.pathPrefix("/graphql")]
+        configuration.network.queryEndpoints = [.pathPrefix("/graphql")]
         configure(&configuration)
         return CachedTransport(configuration: configuration)
     }
@@ -204,7 +204,7 @@ struct TagsAndQueriesEndToEndTests {
     func oversizedQueryPassesThrough() async throws {
         try await withOrigin { origin in
             let transport = Self.queryTransport()
-            let limit = CachedTransport.Configuration().maximumQueryBodySize
+            let limit = CachedTransport.Configuration().network.maximumQueryBodySize
             let url = origin.url("/graphql?stable=1")
             let small = Self.post(url, body: Self.articlesQuery)
             _ = try await transport.data(from: url)

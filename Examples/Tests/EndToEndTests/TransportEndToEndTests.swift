@@ -185,7 +185,7 @@ struct TransportEndToEndTests {
     func noStoreWithoutOverride() async throws {
         try await withOrigin { origin in
             var configuration = CachedTransport.Configuration()
-            configuration.cacheOverride = nil
+            configuration.network.cacheOverride = nil
             let transport = CachedTransport(configuration: configuration)
             _ = try await transport.data(from: origin.url("/secret?cc=no-store"))
             _ = try await transport.data(from: origin.url("/secret?cc=no-store"))

@@ -70,8 +70,8 @@ struct OptimisticWritesKeepTheNewestTruth {
         try await withOrigin { origin in
             var configuration = CachedTransport.Configuration()
             // Entries of at most 1,000 bytes, and `Vary: *` taken at its word.
-            configuration.memoryCapacity = 10_000
-            configuration.cacheOverride = nil
+            configuration.storage.memoryCapacity = 10_000
+            configuration.network.cacheOverride = nil
             let transport = CachedTransport(configuration: configuration)
             let urlA = origin.url("/a?stable=1")
             let urlB = origin.url("/b?stable=1")
@@ -129,8 +129,8 @@ struct OptimisticWritesKeepTheNewestTruth {
             let clock = ManualCacheClock()
             var configuration = CachedTransport.Configuration()
             configuration.clock = clock.cacheClock
-            configuration.maximumAge = .seconds(60)
-            configuration.staleWhileRevalidate = .seconds(600)
+            configuration.freshness.maximumAge = .seconds(60)
+            configuration.freshness.staleWhileRevalidate = .seconds(600)
             let transport = CachedTransport(configuration: configuration)
             let url = origin.url("/feed?stable=1")
             let feed = URLRequest(url: url)

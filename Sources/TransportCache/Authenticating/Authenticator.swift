@@ -7,7 +7,7 @@ import FoundationNetworking
 /// get a new one, and how to tell that the origin refused one.
 ///
 /// Give it to the transport inside ``Credentials``, which holds the current credential and makes
-/// every refresh one shared refresh (see ``CachedTransport/Configuration/authenticate(with:)``).
+/// every refresh one shared refresh (see ``CachedTransport/Configuration/Identity/authenticate(with:)``).
 public protocol Authenticator: Sendable {
     /// What proves who the app is: a token, a token pair with its expiry.
     associatedtype Credential: Sendable

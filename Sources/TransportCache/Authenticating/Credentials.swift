@@ -5,7 +5,7 @@ import FoundationNetworking
 
 /// The app's current credential and its one shared refresh.
 ///
-/// Give it to the transport with ``CachedTransport/Configuration/authenticate(with:)``. Every
+/// Give it to the transport with ``CachedTransport/Configuration/Identity/authenticate(with:)``. Every
 /// request that goes to the network then carries the current credential. A request is keyed by
 /// the credential's *account*, never by the token itself, so a hit never waits for a refresh and
 /// a refreshed token keeps every entry:

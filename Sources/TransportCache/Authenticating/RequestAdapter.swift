@@ -13,7 +13,7 @@ import FoundationNetworking
 ///   ``CachedTransport/cachedValue(_:for:decoder:)`` and a query's first frame, invalidation,
 ///   writes. What it sets is part of the key when it is a key header (`Accept`,
 ///   `Accept-Language`, `Authorization`, `Cookie` or one of
-///   ``CachedTransport/Configuration/keyHeaders``), and a URL it rewrites is the URL the entry is
+///   ``CachedTransport/Configuration/Identity/keyHeaders``), and a URL it rewrites is the URL the entry is
 ///   stored and found under. Use it for what selects a representation: a language, a tenant, an
 ///   API version in the path. It must be quick: a hit runs it.
 /// - **A sending adapter** (``init(_:)``) is asynchronous and runs only on requests that go to
@@ -25,15 +25,15 @@ import FoundationNetworking
 ///   let a request go out as another identity than its key's, so such a request fails with
 ///   ``AuthenticationError/Code/identityChanged`` and nothing is sent.
 ///
-/// The keyed adapters run first, in their order in ``CachedTransport/Configuration/requestAdapters``,
+/// The keyed adapters run first, in their order in ``CachedTransport/Configuration/Identity/requestAdapters``,
 /// then, for a request that goes out, the sending ones in theirs, then the credential
-/// (``CachedTransport/Configuration/authenticate(with:)``). An adapter that throws fails its
+/// (``CachedTransport/Configuration/Identity/authenticate(with:)``). An adapter that throws fails its
 /// call with that error (a synchronous read included; ``CachedTransport/invalidate(_:)-(URLRequest)``
 /// then drops nothing): nothing is sent or stored.
 ///
 /// ```swift
 /// var configuration = CachedTransport.Configuration()
-/// configuration.requestAdapters = [
+/// configuration.identity.requestAdapters = [
 ///     .keyed { request in request.setValue("de", forHTTPHeaderField: "Accept-Language") },
 ///     RequestAdapter { request in
 ///         var request = request

@@ -32,10 +32,12 @@ final class RequestPreparation: Sendable {
     /// The preparation `configuration` asks for; nil when it has neither adapters nor credentials,
     /// so that a request then pays one comparison for this.
     init?(_ configuration: CachedTransport.Configuration, keyHeaders: KeyHeaders) {
-        guard !configuration.requestAdapters.isEmpty || configuration.credentials != nil else { return nil }
+        guard !configuration.identity.requestAdapters.isEmpty || configuration.identity.credentials != nil else {
+            return nil
+        }
         var keyedAdapters: [RequestAdapter.Keyed] = []
         var sendingAdapters: [RequestAdapter.Sending] = []
-        for adapter in configuration.requestAdapters {
+        for adapter in configuration.identity.requestAdapters {
             switch adapter.step {
             case .keyed(let adapt): keyedAdapters.append(adapt)
             case .sending(let adapt): sendingAdapters.append(adapt)
@@ -43,8 +45,8 @@ final class RequestPreparation: Sendable {
         }
         self.keyedAdapters = keyedAdapters
         self.sendingAdapters = sendingAdapters
-        credentials = configuration.credentials
-        keyAccount = configuration.credentials?.keyAccount
+        credentials = configuration.identity.credentials
+        keyAccount = configuration.identity.credentials?.keyAccount
         self.keyHeaders = keyHeaders
         decoratesOutgoing = !sendingAdapters.isEmpty || credentials != nil
     }

@@ -80,7 +80,7 @@ extension CachedTransport {
     ///
     /// - ``MemoryPressure/warning`` drops every decoded value (the bytes stay, and the next
     ///   ``value(_:for:decoder:)`` decodes again) and then the least recently used entries until
-    ///   the store holds at most half of ``Configuration/memoryCapacity``.
+    ///   the store holds at most half of ``Configuration/Storage/memoryCapacity``.
     /// - ``MemoryPressure/critical`` empties the store.
     ///
     /// What is dropped is announced like an invalidation, so that screens watching those URLs
@@ -95,7 +95,7 @@ extension CachedTransport {
     /// their callers.
     ///
     /// On Apple platforms the transport calls this itself on the system's memory pressure events
-    /// (``Configuration/respondsToMemoryPressure``); elsewhere, or to free memory at other moments
+    /// (``Configuration/Storage/respondsToMemoryPressure``); elsewhere, or to free memory at other moments
     /// (a tab closed, the app sent to the background), call it yourself. It runs on the caller's
     /// thread without waiting for the actor.
     ///

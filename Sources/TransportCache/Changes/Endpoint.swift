@@ -9,7 +9,7 @@ import Foundation
 ///
 /// ```swift
 /// transport.invalidate(.pathPrefix("/articles"))
-/// configuration.maximumAges = [EndpointSetting(.host("static.example.com"), .seconds(3600))]
+/// configuration.freshness.maximumAges = [EndpointSetting(.host("static.example.com"), .seconds(3600))]
 /// ```
 public struct Endpoint: Sendable, Hashable {
     private enum Kind: Sendable, Hashable {

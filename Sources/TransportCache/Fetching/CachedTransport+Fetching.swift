@@ -116,7 +116,7 @@ extension CachedTransport {
     }
 
     /// The request `fetch` sends: its starter's, made conditional on the stored entry when there
-    /// is one with validators and ``Configuration/usesConditionalRequests`` is on. Call with the
+    /// is one with validators and ``Configuration/Freshness/usesConditionalRequests`` is on. Call with the
     /// in-flight lock held.
     private nonisolated func outgoingRequest(for fetch: Fetch) -> URLRequest {
         // A query `POST` is never conditional: `If-None-Match` on a `POST` asks something else.

@@ -152,7 +152,7 @@ extension CachedTransport {
     }
 
     /// Answers each caller of a failed fetch: with the stored entry, marked stale, when
-    /// ``Configuration/staleIfError`` allows it, else with the error.
+    /// ``Configuration/Freshness/staleIfError`` allows it, else with the error.
     private nonisolated func answerFailure(_ error: any Error, of fetch: Fetch, to callers: inout CallerAnswers) {
         if fetch.isBackground { store.record { $0.failedBackgroundRevalidations += 1 } }
         for position in callers.positions {
@@ -238,7 +238,7 @@ extension CachedTransport {
     }
 
     /// How long `fetch` waits before its next attempt after its current one ended with `result`,
-    /// as ``Configuration/retryPolicy`` says; nil when the result is final. Call with the
+    /// as ``Configuration/Network/retryPolicy`` says; nil when the result is final. Call with the
     /// in-flight lock held.
     private nonisolated func retryDelay(
         of fetch: Fetch, after result: Result<(Data, URLResponse), any Error>

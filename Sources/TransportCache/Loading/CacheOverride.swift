@@ -13,12 +13,12 @@ import FoundationNetworking
 /// `X-Original-Pragma`, `X-Original-Expires` and `X-Original-Vary`.
 public struct CacheOverride: Sendable {
     /// The `max-age` written into rewritten responses, for whatever caches them next: on Apple
-    /// platforms, the `URLCache` of a session that installs ``CacheOverrideURLProtocol``. It does
-    /// not change how long a ``CachedTransport``'s own entries stay fresh: that is
-    /// ``CachedTransport/Configuration/maximumAge`` (nil by default: until invalidated).
+    /// platforms, the `URLCache` of a session that installs ``CacheOverrideURLProtocol``. It is
+    /// only a header: how long a ``CachedTransport``'s own entries stay fresh is
+    /// ``CachedTransport/Configuration/Freshness/maximumAge``.
     ///
     /// Default: one hour.
-    public var maximumAge: Duration
+    public var writtenMaxAge: Duration
 
     /// The URLs the override applies to; empty, the default, means every http(s) URL.
     public var endpoints: [Endpoint]
@@ -30,11 +30,10 @@ public struct CacheOverride: Sendable {
     public var clock: CacheClock = .continuous
 
     /// - Parameters:
-    ///   - maximumAge: the `max-age` written into rewritten responses; a ``CachedTransport``'s
-    ///     own entries stay fresh for its ``CachedTransport/Configuration/maximumAge`` instead.
+    ///   - writtenMaxAge: the `max-age` written into rewritten responses (``writtenMaxAge``).
     ///   - endpoints: the URLs it applies to; empty means every http(s) URL.
-    public init(maximumAge: Duration = .seconds(3600), endpoints: [Endpoint] = []) {
-        self.maximumAge = maximumAge
+    public init(writtenMaxAge: Duration = .seconds(3600), endpoints: [Endpoint] = []) {
+        self.writtenMaxAge = writtenMaxAge
         self.endpoints = endpoints
     }
 
@@ -68,7 +67,7 @@ public struct CacheOverride: Sendable {
         for original in originals {
             fields.set(original.value, name: original.name, lowercasedName: original.lowercasedName)
         }
-        let seconds = max(0, Int(maximumAge.components.seconds))
+        let seconds = max(0, Int(writtenMaxAge.components.seconds))
         fields.set("max-age=\(seconds)", name: "Cache-Control", lowercasedName: "cache-control")
         return HTTPResponseBuilder.response(
             url: url, statusCode: response.statusCode, headerFields: fields, isFresh: seconds > 0, outcome: nil)
@@ -100,5 +99,21 @@ public struct CacheOverride: Sendable {
             return date <= now && !hasPositiveMaxAge
         }
         return !hasPositiveMaxAge
+    }
+}
+
+// The name the written age had before it was told apart from the transport's own maximum age.
+extension CacheOverride {
+    /// Renamed ``writtenMaxAge``.
+    @available(*, deprecated, renamed: "writtenMaxAge")
+    public var maximumAge: Duration {
+        get { writtenMaxAge }
+        set { writtenMaxAge = newValue }
+    }
+
+    /// Renamed ``init(writtenMaxAge:endpoints:)``.
+    @available(*, deprecated, renamed: "init(writtenMaxAge:endpoints:)")
+    public init(maximumAge: Duration, endpoints: [Endpoint] = []) {
+        self.init(writtenMaxAge: maximumAge, endpoints: endpoints)
     }
 }

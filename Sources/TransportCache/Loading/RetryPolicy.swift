@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// When and how soon a failed `GET` or `HEAD` is tried again (``CachedTransport/Configuration/retryPolicy``).
+/// When and how soon a failed `GET` or `HEAD` is tried again (``CachedTransport/Configuration/Network/retryPolicy``).
 ///
 /// A fetch is tried again after a connectivity failure (``retryableErrors``) or a status that
 /// says the origin could not answer now (``retryableStatusCodes``), up to ``maximumAttempts``
@@ -16,7 +16,7 @@ import FoundationNetworking
 /// Retries belong to the fetch, not to a caller: a hundred callers sharing one fetch cause one
 /// sequence of attempts, a caller that cancels leaves at once while the others wait on, and the
 /// wait ends, with no further attempt, when the last caller has left. Only the last attempt's
-/// answer reaches the callers, and ``CachedTransport/Configuration/staleIfError`` then applies to
+/// answer reaches the callers, and ``CachedTransport/Configuration/Freshness/staleIfError`` then applies to
 /// it as to any failure. Each further attempt is sent anew, conditional on what is stored by
 /// then, and an answer's age counts from it.
 ///
@@ -27,7 +27,7 @@ import FoundationNetworking
 ///
 /// ```swift
 /// var configuration = CachedTransport.Configuration()
-/// configuration.retryPolicy = RetryPolicy(maximumAttempts: 4, initialDelay: .milliseconds(200))
+/// configuration.network.retryPolicy = RetryPolicy(maximumAttempts: 4, initialDelay: .milliseconds(200))
 /// ```
 public struct RetryPolicy: Sendable, Hashable {
     /// Attempts in all, the first included; 1 never retries. Default: 3.
@@ -40,7 +40,7 @@ public struct RetryPolicy: Sendable, Hashable {
     public var retryableStatusCodes: Set<Int> = [408, 429, 500, 502, 503, 504]
     /// The `URLError` codes that are tried again: the connectivity failures (not connected,
     /// cannot connect, cannot find the host, DNS failure, timed out, connection lost) by default,
-    /// the same that let ``CachedTransport/Configuration/staleIfError`` answer.
+    /// the same that let ``CachedTransport/Configuration/Freshness/staleIfError`` answer.
     public var retryableErrors: Set<URLError.Code> = RequestPlanner.connectivityErrors
 
     /// A policy of `maximumAttempts` attempts with backoff from `initialDelay` up to `maximumDelay`.

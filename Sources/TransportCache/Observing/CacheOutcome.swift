@@ -52,7 +52,7 @@ public struct CacheOutcome: Sendable, Hashable, CustomStringConvertible {
         /// It is within its stale-while-revalidate window: a background revalidation started.
         case staleWhileRevalidate
         /// The fetch failed with an error of this code, and the entry answered instead
-        /// (``CachedTransport/Configuration/staleIfError``, or following HTTP caching the
+        /// (``CachedTransport/Configuration/Freshness/staleIfError``, or following HTTP caching the
         /// response's own `stale-if-error`); `badServerResponse` when, following HTTP caching,
         /// the origin answered 500, 502, 503 or 504. A code rather than the error, so that a reason
         /// stays a plain value, which a hit copies for nothing.
@@ -78,7 +78,7 @@ public struct CacheOutcome: Sendable, Hashable, CustomStringConvertible {
         /// Its entry was dropped by an invalidation (or a successful unsafe request to its URL).
         case invalidated
         /// Its entry was evicted: the byte budget or memory pressure. (A variant dropped to keep
-        /// its URL within ``CachedTransport/Configuration/maximumVariants`` leaves the URL's other
+        /// its URL within ``CachedTransport/Configuration/Storage/maximumVariants`` leaves the URL's other
         /// variants, and reads as ``noMatchingVariant``.)
         case evicted
         /// Entries are stored for its URL, but none for its values of the fields their `Vary`
@@ -92,10 +92,10 @@ public struct CacheOutcome: Sendable, Hashable, CustomStringConvertible {
         case refresh
         /// The transport revalidated a held entry on its own: ``CachedTransport/revalidate(_:)``,
         /// ``CachedTransport/revalidateAll()``, a trigger (``CachedTransport/revalidateWatched()``)
-        /// or a poll (``CachedTransport/Configuration/refreshIntervals``).
+        /// or a poll (``CachedTransport/Configuration/StayingCurrent/refreshIntervals``).
         case revalidation
         /// The transport revalidated, in the background, an entry it had just answered from within
-        /// its stale-while-revalidate window (``CachedTransport/Configuration/staleWhileRevalidate``).
+        /// its stale-while-revalidate window (``CachedTransport/Configuration/Freshness/staleWhileRevalidate``).
         /// A caller that joined such a fetch has its own reason.
         case backgroundRevalidation
 
@@ -125,8 +125,8 @@ public struct CacheOutcome: Sendable, Hashable, CustomStringConvertible {
         case requestNoStore
         /// Not GET or HEAD: never stored, and it invalidates what it changed when it succeeds.
         case unsafeMethod
-        /// A `POST` to a query endpoint (``CachedTransport/Configuration/queryEndpoints``) whose
-        /// body is a stream or larger than ``CachedTransport/Configuration/maximumQueryBodySize``.
+        /// A `POST` to a query endpoint (``CachedTransport/Configuration/Network/queryEndpoints``) whose
+        /// body is a stream or larger than ``CachedTransport/Configuration/Network/maximumQueryBodySize``.
         case queryBodyTooLarge
         /// Not `http` or `https`.
         case notHTTP
@@ -164,7 +164,7 @@ public struct CacheOutcome: Sendable, Hashable, CustomStringConvertible {
 
     /// Why a fetched answer was not stored.
     public enum NotStoredReason: Sendable, Hashable, CustomStringConvertible {
-        /// Its status is not storable (``CachedTransport/Configuration/storableStatusCodes``).
+        /// Its status is not storable (``CachedTransport/Configuration/Storage/storableStatusCodes``).
         case status(Int)
         /// `206 Partial Content`: part of a resource.
         case partialContent
@@ -175,7 +175,7 @@ public struct CacheOutcome: Sendable, Hashable, CustomStringConvertible {
         /// `Vary: *`, when the header override did not rewrite it.
         case variesOnEverything
         /// Larger than the largest entry allowed
-        /// (``CachedTransport/Configuration/maximumEntryShare`` of the capacity).
+        /// (``CachedTransport/Configuration/Storage/maximumEntryShare`` of the capacity).
         case tooLarge
         /// Its key was invalidated while it was in flight.
         case invalidatedInFlight

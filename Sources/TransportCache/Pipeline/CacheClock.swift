@@ -6,7 +6,7 @@ import Foundation
 /// ```swift
 /// let clock = ManualCacheClock()
 /// var configuration = CachedTransport.Configuration()
-/// configuration.maximumAge = .seconds(60)
+/// configuration.freshness.maximumAge = .seconds(60)
 /// configuration.clock = clock.cacheClock
 /// let transport = CachedTransport(configuration: configuration)
 /// // … load something, then:
@@ -27,7 +27,7 @@ public struct CacheClock: Sendable {
     ///     are compared with.
     ///   - sleep: waits for the duration given, throwing `CancellationError` when the waiting task
     ///     is cancelled: the delay before a retry (``RetryPolicy``) and between polls
-    ///     (``CachedTransport/Configuration/refreshIntervals``). Default: `Task.sleep(for:)` on the
+    ///     (``CachedTransport/Configuration/StayingCurrent/refreshIntervals``). Default: `Task.sleep(for:)` on the
     ///     continuous clock.
     public init(
         now: @escaping @Sendable () -> ContinuousClock.Instant,

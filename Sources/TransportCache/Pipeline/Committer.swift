@@ -41,7 +41,7 @@ final class Committer: Sendable {
         self.inFlight = inFlight
         self.policy = policy
         self.keyHeaders = keyHeaders
-        storableStatusCodes = configuration.storableStatusCodes
+        storableStatusCodes = configuration.storage.storableStatusCodes
         cacheOverride = configuration.effectiveCacheOverride
     }
 

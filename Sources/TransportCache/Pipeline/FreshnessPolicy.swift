@@ -9,7 +9,7 @@ import FoundationNetworking
 /// Two sets of rules:
 /// - **configured** (the default): an entry is fresh for the configured maximum age of its URL
 ///   (for ever without one), then answers within its stale-while-revalidate window;
-/// - **HTTP caching** (``CachedTransport/Configuration/conformsToHTTPCaching``), for requests
+/// - **HTTP caching** (``CachedTransport/Configuration/Freshness/conformsToHTTPCaching``), for requests
 ///   with the `useProtocolCachePolicy` policy: RFC 9111's freshness from the response's own
 ///   headers, capped by the configured maximum age, and the request's `max-age`, `min-fresh` and
 ///   `max-stale`.
@@ -24,11 +24,11 @@ struct FreshnessPolicy: Sendable {
     let entriesExpire: Bool
 
     init(_ configuration: CachedTransport.Configuration) {
-        followsHTTPCaching = configuration.conformsToHTTPCaching
-        maximumAge = configuration.maximumAge
-        maximumAges = configuration.maximumAges
-        staleWindow = configuration.staleWhileRevalidate
-        staleWindows = configuration.staleWhileRevalidateWindows
+        followsHTTPCaching = configuration.freshness.conformsToHTTPCaching
+        maximumAge = configuration.freshness.maximumAge
+        maximumAges = configuration.freshness.maximumAges
+        staleWindow = configuration.freshness.staleWhileRevalidate
+        staleWindows = configuration.freshness.staleWhileRevalidateWindows
         clock = configuration.clock
         entriesExpire = followsHTTPCaching || maximumAge != nil || !maximumAges.isEmpty
     }
@@ -209,7 +209,7 @@ struct FreshnessPolicy: Sendable {
     }
 
     /// Whether `entry` may answer in place of a fetch that failed, when `configured`
-    /// (``CachedTransport/Configuration/staleIfError``) or, following HTTP, within the response's
+    /// (``CachedTransport/Configuration/Freshness/staleIfError``) or, following HTTP, within the response's
     /// own `stale-if-error` window past its freshness (RFC 5861 section 4). Never a `no-cache` or
     /// `must-revalidate` entry, nor, following HTTP, one whose `proxy-revalidate` or `s-maxage`
     /// forbids a shared cache to serve it stale.

@@ -16,12 +16,12 @@ final class RequestPlanner: Sendable {
     let keyHeaders: KeyHeaders
     let policy: FreshnessPolicy
     let store: ResponseStore
-    /// ``CachedTransport/Configuration/staleIfError``.
+    /// ``CachedTransport/Configuration/Freshness/staleIfError``.
     let answersStaleOnError: Bool
 
-    /// ``CachedTransport/Configuration/queryEndpoints``.
+    /// ``CachedTransport/Configuration/Network/queryEndpoints``.
     let queryEndpoints: [Endpoint]
-    /// ``CachedTransport/Configuration/maximumQueryBodySize``.
+    /// ``CachedTransport/Configuration/Network/maximumQueryBodySize``.
     let maximumQueryBodySize: Int
 
     init(
@@ -187,7 +187,7 @@ final class RequestPlanner: Sendable {
     }
 
     /// Whether `request` (not a `GET` or `HEAD`) is a query `POST`
-    /// (``CachedTransport/Configuration/queryEndpoints``), and its key then: `key` with the body
+    /// (``CachedTransport/Configuration/Network/queryEndpoints``), and its key then: `key` with the body
     /// itself beside the identity values, so that two queries share an answer only when their
     /// bodies are the same bytes.
     private func query(_ request: URLRequest, method: String, url: URL, key: CacheKey) -> Query? {

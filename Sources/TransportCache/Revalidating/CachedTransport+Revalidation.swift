@@ -14,7 +14,7 @@ public struct RevalidationSummary: Sendable, Hashable, CustomStringConvertible {
     /// stored): they are kept as they were.
     public var failed = 0
     /// Entries skipped: stored or confirmed by the origin within
-    /// ``CachedTransport/Configuration/minimumRevalidationInterval``.
+    /// ``CachedTransport/Configuration/StayingCurrent/minimumRevalidationInterval``.
     public var skipped = 0
 
     /// A summary with these counts; nothing revalidated by default.
@@ -37,16 +37,16 @@ extension CachedTransport {
     ///
     /// Each entry is revalidated with the request that fetched it (its credentials included: after
     /// a sign-out, invalidate the user's entries), made conditional on its
-    /// `ETag` or `Last-Modified` (see ``Configuration/usesConditionalRequests``), so an unchanged
+    /// `ETag` or `Last-Modified` (see ``Configuration/Freshness/usesConditionalRequests``), so an unchanged
     /// entry costs a `304` and no body; an entry whose bytes changed is replaced and announced
     /// with ``CacheChange/updated(_:)`` (its `values` streams yield the new value); an unchanged
     /// one is announced nowhere. An entry with a fetch of its key already in flight shares that
     /// fetch. A failure keeps the entry as it was, after the attempts the
-    /// ``Configuration/retryPolicy`` allows.
+    /// ``Configuration/Network/retryPolicy`` allows.
     ///
-    /// At most ``Configuration/maximumConcurrentRevalidations`` run at once, counting those of
+    /// At most ``Configuration/StayingCurrent/maximumConcurrentRevalidations`` run at once, counting those of
     /// every call, trigger and poll under way. Entries stored or
-    /// confirmed within ``Configuration/minimumRevalidationInterval`` are skipped. Cancelling the
+    /// confirmed within ``Configuration/StayingCurrent/minimumRevalidationInterval`` are skipped. Cancelling the
     /// calling task stops the revalidations not yet answered (a fetch shared with a caller goes
     /// on for that caller).
     ///
@@ -56,13 +56,15 @@ extension CachedTransport {
     @discardableResult
     public nonisolated func revalidate(_ endpoint: Endpoint) async -> RevalidationSummary {
         await revalidate(
-            committer.heldEntries(of: [endpoint]), skippingConfirmedWithin: configuration.minimumRevalidationInterval)
+            committer.heldEntries(of: [endpoint]),
+            skippingConfirmedWithin: configuration.stayingCurrent.minimumRevalidationInterval)
     }
 
     /// Revalidates every held entry; see ``revalidate(_:)``.
     @discardableResult
     public nonisolated func revalidateAll() async -> RevalidationSummary {
-        await revalidate(committer.heldEntries(), skippingConfirmedWithin: configuration.minimumRevalidationInterval)
+        await revalidate(
+            committer.heldEntries(), skippingConfirmedWithin: configuration.stayingCurrent.minimumRevalidationInterval)
     }
 
     /// Revalidates the held entries that something watches: the endpoints of live
@@ -70,19 +72,19 @@ extension CachedTransport {
     /// stream of all changes, ``changes()``, watches nothing in particular). See ``revalidate(_:)``.
     ///
     /// Call it from the app's own lifecycle code when it comes back to the foreground or learns
-    /// that the network is back; on Apple platforms ``Configuration/revalidatesOnForeground`` and
-    /// ``Configuration/revalidatesOnReconnect`` make the transport call it itself.
+    /// that the network is back; on Apple platforms ``Configuration/StayingCurrent/revalidatesOnForeground`` and
+    /// ``Configuration/StayingCurrent/revalidatesOnReconnect`` make the transport call it itself.
     @discardableResult
     public nonisolated func revalidateWatched() async -> RevalidationSummary {
         let watched = broadcaster.watchedEndpoints
         guard !watched.isEmpty else { return RevalidationSummary() }
         return await revalidate(
             committer.heldEntries(of: Array(watched)),
-            skippingConfirmedWithin: configuration.minimumRevalidationInterval)
+            skippingConfirmedWithin: configuration.stayingCurrent.minimumRevalidationInterval)
     }
 
     /// Revalidates `held` (entries the store held a moment ago), skipping those stored or
-    /// confirmed within `interval`, at most ``Configuration/maximumConcurrentRevalidations`` at once.
+    /// confirmed within `interval`, at most ``Configuration/StayingCurrent/maximumConcurrentRevalidations`` at once.
     @discardableResult
     nonisolated func revalidate(
         _ held: [StoredResponse], skippingConfirmedWithin interval: Duration
@@ -98,7 +100,7 @@ extension CachedTransport {
             }
         }
         guard !due.isEmpty else { return summary }
-        let limit = max(1, configuration.maximumConcurrentRevalidations)
+        let limit = max(1, configuration.stayingCurrent.maximumConcurrentRevalidations)
         await withTaskGroup(of: RevalidationSummary.self) { group in
             var remaining = due[...]
             func startNext() {
@@ -117,7 +119,7 @@ extension CachedTransport {
     }
 
     /// Revalidates one held entry through the coalesced fetch path, once one of the transport's
-    /// ``Configuration/maximumConcurrentRevalidations`` permits is free.
+    /// ``Configuration/StayingCurrent/maximumConcurrentRevalidations`` permits is free.
     private nonisolated func revalidate(_ entry: StoredResponse) async -> RevalidationSummary {
         await revalidationPermits.acquire()
         defer { revalidationPermits.release() }

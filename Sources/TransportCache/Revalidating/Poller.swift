@@ -1,6 +1,6 @@
 import Foundation
 
-/// Polls the endpoints that streams watch, at their ``CachedTransport/Configuration/refreshIntervals``:
+/// Polls the endpoints that streams watch, at their ``CachedTransport/Configuration/StayingCurrent/refreshIntervals``:
 /// one loop per watched endpoint however many streams watch it, running from the first stream's
 /// registration to the last one's end.
 final class Poller: Sendable {

@@ -6,8 +6,8 @@ import Network
 
 /// Revalidates what a transport's streams watch (``CachedTransport/revalidateWatched()``) when the
 /// app becomes active and when the network path becomes satisfied after it was not, as
-/// ``CachedTransport/Configuration/revalidatesOnForeground`` and
-/// ``CachedTransport/Configuration/revalidatesOnReconnect`` ask, for as long as it lives.
+/// ``CachedTransport/Configuration/StayingCurrent/revalidatesOnForeground`` and
+/// ``CachedTransport/Configuration/StayingCurrent/revalidatesOnReconnect`` ask, for as long as it lives.
 ///
 /// Apple platforms only. The did-become-active notification is observed by name, so that the
 /// library imports no UI framework; Linux has neither it nor `NWPathMonitor`, and an app there

@@ -11,7 +11,7 @@ import FoundationNetworking
 /// or an in-flight fetch. Headers a stored response names in `Vary` are checked on top of the key
 /// by the store, against the request that stored it.
 struct CacheKey: Hashable, Sendable {
-    /// `GET` or `HEAD`, or `POST` for a query (``CachedTransport/Configuration/queryEndpoints``).
+    /// `GET` or `HEAD`, or `POST` for a query (``CachedTransport/Configuration/Network/queryEndpoints``).
     let method: String
     /// The URL with scheme and host lowercased, the default port and the fragment dropped.
     let url: String

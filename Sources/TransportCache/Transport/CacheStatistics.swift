@@ -22,10 +22,10 @@ public struct CacheStatistics: Sendable, Hashable {
     /// Entries dropped by invalidation (explicit, by endpoint, all, or by an unsafe request).
     public var invalidations = 0
     /// Answers served from a stored entry because the fetch failed with a connectivity error
-    /// (see ``CachedTransport/Configuration/staleIfError``).
+    /// (see ``CachedTransport/Configuration/Freshness/staleIfError``).
     public var staleAnswers = 0
     /// Conditional requests sent to revalidate a stored entry (`If-None-Match` /
-    /// `If-Modified-Since`; see ``CachedTransport/Configuration/usesConditionalRequests``).
+    /// `If-Modified-Since`; see ``CachedTransport/Configuration/Freshness/usesConditionalRequests``).
     public var conditionalRequests = 0
     /// `304 Not Modified` answers taken: the stored body was kept, its headers updated and its
     /// age restarted, and the callers got it with status 200.
@@ -41,10 +41,10 @@ public struct CacheStatistics: Sendable, Hashable {
     public var failedBackgroundRevalidations = 0
     /// Entries the transport revalidated on its own: ``CachedTransport/revalidate(_:)``,
     /// ``CachedTransport/revalidateAll()``, ``CachedTransport/revalidateWatched()`` and polls
-    /// (``CachedTransport/Configuration/refreshIntervals``), whether they started a fetch or
+    /// (``CachedTransport/Configuration/StayingCurrent/refreshIntervals``), whether they started a fetch or
     /// shared one in flight.
     public var revalidations = 0
-    /// Attempts made again after a failure, as the ``CachedTransport/Configuration/retryPolicy``
+    /// Attempts made again after a failure, as the ``CachedTransport/Configuration/Network/retryPolicy``
     /// says: a shared fetch tried three times counts two, however many callers it has.
     public var retries = 0
     /// Requests that carried their own conditions or range (`If-None-Match`, `If-Modified-Since`,
@@ -58,7 +58,7 @@ public struct CacheStatistics: Sendable, Hashable {
     /// Values handed out already decoded, without decoding again.
     public var decodedHits = 0
     /// Decoded values dropped while their entry stayed: the entry's least recently used ones,
-    /// beyond ``CachedTransport/Configuration/maximumDecodedValuesPerEntry``, and every one on a
+    /// beyond ``CachedTransport/Configuration/Storage/maximumDecodedValuesPerEntry``, and every one on a
     /// ``CachedTransport/trim(for:)``. A count that keeps growing means decoders with settings
     /// that cannot be compared are made per call (see ``ResponseDecoding``).
     public var decodedEvictions = 0

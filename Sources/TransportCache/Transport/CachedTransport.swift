@@ -15,21 +15,21 @@ import FoundationNetworking
 ///
 /// ## What is cached
 /// `GET` and `HEAD` requests to `http` and `https` URLs whose answer has a storable status
-/// (``Configuration/storableStatusCodes``). Every other method goes to the network and, when it
+/// (``Configuration/Storage/storableStatusCodes``). Every other method goes to the network and, when it
 /// succeeds (2xx or 3xx), drops the stored entries of its URL and of the same-origin URLs in its
 /// `Location` and `Content-Location` headers. Other schemes pass through to URLSession untouched.
 ///
 /// ## The key
 /// Method, URL with query (scheme and host lowercased, default port and fragment dropped), and the
 /// values of `Authorization`, `Cookie`, `Accept`, `Accept-Language` and
-/// ``Configuration/keyHeaders``, after the keyed adapters (``RequestAdapter/keyed(_:)``); with
+/// ``Configuration/Identity/keyHeaders``, after the keyed adapters (``RequestAdapter/keyed(_:)``); with
 /// ``Credentials``, the account of the current credential instead of its token. Requests with
 /// different credentials never share an entry or a fetch. A stored response's `Vary` headers must
 /// match too. Every call that takes a request keys it this way.
 ///
 /// ## Policies
 /// `useProtocolCachePolicy` and `returnCacheDataElseLoad` answer from memory when they can (within
-/// ``Configuration/maximumAge`` when set). `reloadIgnoringLocalCacheData` (and the other reload
+/// ``Configuration/Freshness/maximumAge`` when set). `reloadIgnoringLocalCacheData` (and the other reload
 /// policies) always fetch and store. `returnCacheDataDontLoad` answers from memory, whatever the
 /// entry's age, or throws `URLError(.resourceUnavailable)`.
 ///
@@ -48,20 +48,20 @@ public actor CachedTransport {
     let committer: Committer
     let loader: any NetworkLoading
     let configuration: Configuration
-    /// ``Configuration/usesConditionalRequests``, read on every fetch.
+    /// ``Configuration/Freshness/usesConditionalRequests``, read on every fetch.
     let usesConditionalRequests: Bool
-    /// ``Configuration/retryPolicy``, read when a fetch's attempt ends.
+    /// ``Configuration/Network/retryPolicy``, read when a fetch's attempt ends.
     let retryPolicy: RetryPolicy?
     /// The fetches in flight and their callers. Every change to the store holds this lock too, so
     /// that an invalidation and a fetch's store never interleave.
     let inFlight: Locked<FetchStateMachine>
-    /// The one boundary every request crosses (``Configuration/requestAdapters``,
-    /// ``Configuration/authenticate(with:)``): keyed by every call, decorated when it goes out;
+    /// The one boundary every request crosses (``Configuration/Identity/requestAdapters``,
+    /// ``Configuration/Identity/authenticate(with:)``): keyed by every call, decorated when it goes out;
     /// nil without adapters or credentials.
     nonisolated let preparation: RequestPreparation?
-    /// Polls the endpoints streams watch (``Configuration/refreshIntervals``).
+    /// Polls the endpoints streams watch (``Configuration/StayingCurrent/refreshIntervals``).
     nonisolated let poller: Poller
-    /// Bounds the revalidations under way (``Configuration/maximumConcurrentRevalidations``).
+    /// Bounds the revalidations under way (``Configuration/StayingCurrent/maximumConcurrentRevalidations``).
     let revalidationPermits: RevalidationPermits
     #if canImport(Darwin)
     /// Trims the store on the system's memory pressure events, until the transport goes away.
@@ -109,19 +109,19 @@ public actor CachedTransport {
 
     /// Makes a transport that loads through `loader` (an in-process origin, for tests).
     package init(configuration: Configuration, loader: any NetworkLoading) {
-        let keyHeaders = KeyHeaders(extra: configuration.keyHeaders)
+        let keyHeaders = KeyHeaders(extra: configuration.identity.keyHeaders)
         let policy = FreshnessPolicy(configuration)
         let store = ResponseStore(
-            memoryCapacity: configuration.memoryCapacity,
-            maximumEntryShare: configuration.maximumEntryShare,
-            maximumVariants: configuration.maximumVariants
+            memoryCapacity: configuration.storage.memoryCapacity,
+            maximumEntryShare: configuration.storage.maximumEntryShare,
+            maximumVariants: configuration.storage.maximumVariants
         )
         let inFlight = Locked(FetchStateMachine())
-        let reporter = TransportEvents(bufferLimit: configuration.changeBufferLimit, store: store)
+        let reporter = TransportEvents(bufferLimit: configuration.stayingCurrent.changeBufferLimit, store: store)
         loader.reportMetrics { url, metrics in reporter.networkMetrics(url, metrics) }
         let committer = Committer(
             store: store,
-            broadcaster: ChangeBroadcaster(bufferLimit: configuration.changeBufferLimit),
+            broadcaster: ChangeBroadcaster(bufferLimit: configuration.stayingCurrent.changeBufferLimit),
             reporter: reporter,
             inFlight: inFlight,
             policy: policy,
@@ -131,26 +131,29 @@ public actor CachedTransport {
         self.configuration = configuration
         self.loader = loader
         preparation = RequestPreparation(configuration, keyHeaders: keyHeaders)
-        retryPolicy = configuration.retryPolicy
+        retryPolicy = configuration.network.retryPolicy
         self.inFlight = inFlight
-        poller = Poller(intervals: configuration.refreshIntervals, clock: configuration.clock)
-        revalidationPermits = RevalidationPermits(configuration.maximumConcurrentRevalidations)
+        poller = Poller(intervals: configuration.stayingCurrent.refreshIntervals, clock: configuration.clock)
+        revalidationPermits = RevalidationPermits(configuration.stayingCurrent.maximumConcurrentRevalidations)
         self.committer = committer
-        usesConditionalRequests = configuration.usesConditionalRequests
+        usesConditionalRequests = configuration.freshness.usesConditionalRequests
         planner = RequestPlanner(
-            keyHeaders: keyHeaders, policy: policy, store: store, answersStaleOnError: configuration.staleIfError,
-            queryEndpoints: configuration.queryEndpoints, maximumQueryBodySize: configuration.maximumQueryBodySize)
+            keyHeaders: keyHeaders, policy: policy, store: store,
+            answersStaleOnError: configuration.freshness.staleIfError,
+            queryEndpoints: configuration.network.queryEndpoints,
+            maximumQueryBodySize: configuration.network.maximumQueryBodySize)
         #if canImport(Darwin)
         // The handler holds the committer, not the transport: the observer, and with it the
         // handler, go away with the transport.
         memoryPressureObserver =
-            configuration.respondsToMemoryPressure
+            configuration.storage.respondsToMemoryPressure
             ? MemoryPressureObserver { pressure in committer.remove(.pressure(pressure)) }
             : nil
         revalidationTriggers =
-            configuration.revalidatesOnForeground || configuration.revalidatesOnReconnect
+            configuration.stayingCurrent.revalidatesOnForeground || configuration.stayingCurrent.revalidatesOnReconnect
             ? RevalidationTriggers(
-                onForeground: configuration.revalidatesOnForeground, onReconnect: configuration.revalidatesOnReconnect)
+                onForeground: configuration.stayingCurrent.revalidatesOnForeground,
+                onReconnect: configuration.stayingCurrent.revalidatesOnReconnect)
             : nil
         revalidationTriggers?.attach(to: self)
         #endif
@@ -170,7 +173,7 @@ public actor CachedTransport {
     ///
     /// A hit runs on the caller's executor with one locked lookup and no actor hop. When the
     /// network is used for a key that still holds an entry, the request is conditional (see
-    /// ``Configuration/usesConditionalRequests``).
+    /// ``Configuration/Freshness/usesConditionalRequests``).
     ///
     /// The request's own headers are honoured:
     /// - one that carries its own `If-None-Match`, `If-Modified-Since`, `If-Match`,
@@ -355,7 +358,7 @@ public actor CachedTransport {
     /// and invalidated, bodies decoded. See ``CacheEvent``.
     ///
     /// For logs and debug tools: it is bounded like ``changes()`` (at most
-    /// ``Configuration/changeBufferLimit`` undelivered events, the oldest dropped), and the
+    /// ``Configuration/StayingCurrent/changeBufferLimit`` undelivered events, the oldest dropped), and the
     /// transport never waits for it. While no stream is registered, no event is made, and a hit
     /// pays one branch. A stream hears every request planned after it was registered (a request
     /// already in flight is reported from its next event on). It unregisters itself when its
@@ -369,7 +372,7 @@ public actor CachedTransport {
     /// ``CacheChange/cleared``.
     ///
     /// Each call returns its own stream, registered before it returns. A stream keeps at most
-    /// ``Configuration/changeBufferLimit`` undelivered changes, dropping the oldest; the transport
+    /// ``Configuration/StayingCurrent/changeBufferLimit`` undelivered changes, dropping the oldest; the transport
     /// never waits for a subscriber. It unregisters itself when its consumer stops or it is
     /// dropped.
     public nonisolated func changes() -> AsyncStream<CacheChange> {
@@ -379,7 +382,7 @@ public actor CachedTransport {
     /// A new stream of the changes that concern `endpoint`: updates of its URLs, invalidations
     /// that dropped some of its URLs (naming only those), and clears. See ``changes()``.
     ///
-    /// While it lives, the transport polls `endpoint` when ``Configuration/refreshIntervals`` gives
+    /// While it lives, the transport polls `endpoint` when ``Configuration/StayingCurrent/refreshIntervals`` gives
     /// it an interval.
     public nonisolated func changes(for endpoint: Endpoint) -> AsyncStream<CacheChange> {
         let endWatch = poller.watch(endpoint) { [weak self] interval in
@@ -391,7 +394,7 @@ public actor CachedTransport {
     }
 
     /// The response header that marks an answer served from a stored entry because the network
-    /// failed (``Configuration/staleIfError``). Its value is the `URLError` code of the failure.
+    /// failed (``Configuration/Freshness/staleIfError``). Its value is the `URLError` code of the failure.
     ///
     /// An answer from within the stale-while-revalidate window carries it too, with the value
     /// ``revalidatingStaleValue``. Test either with `URLResponse.isStaleAnswer`, the first with
@@ -399,7 +402,7 @@ public actor CachedTransport {
     public static let staleHeaderField = "X-TransportCache-Stale"
 
     /// The value of ``staleHeaderField`` on an answer served within the stale-while-revalidate
-    /// window (``Configuration/staleWhileRevalidate``) while the entry is revalidated in the
+    /// window (``Configuration/Freshness/staleWhileRevalidate``) while the entry is revalidated in the
     /// background.
     public static let revalidatingStaleValue = "revalidating"
 

@@ -4,7 +4,7 @@ import Foundation
 /// configuration's general value for them: a maximum age, a stale-while-revalidate window.
 ///
 /// ```swift
-/// configuration.maximumAges = [EndpointSetting(.host("static.example.com"), .seconds(3600))]
+/// configuration.freshness.maximumAges = [EndpointSetting(.host("static.example.com"), .seconds(3600))]
 /// ```
 public struct EndpointSetting<Value: Sendable>: Sendable {
     /// The URLs it applies to.

@@ -5,8 +5,8 @@ import FoundationNetworking
 
 extension URLResponse {
     /// True when a ``CachedTransport`` answered with a stored entry that is not fresh: because
-    /// the network failed (``CachedTransport/Configuration/staleIfError``), or from within the
-    /// stale-while-revalidate window (``CachedTransport/Configuration/staleWhileRevalidate``,
+    /// the network failed (``CachedTransport/Configuration/Freshness/staleIfError``), or from within the
+    /// stale-while-revalidate window (``CachedTransport/Configuration/Freshness/staleWhileRevalidate``,
     /// see ``isRevalidatingAnswer``).
     public var isStaleAnswer: Bool {
         (self as? HTTPURLResponse)?.value(forHTTPHeaderField: CachedTransport.staleHeaderField) != nil

@@ -24,9 +24,9 @@ extension CachedTransport {
     ///   settings share it, so `decoder: JSONDecoder()` on every call decodes once. A decoder whose
     ///   settings cannot be compared (a `.custom` strategy, a non-empty `userInfo`) has values of
     ///   its own instance (see ``ResponseDecoding``).
-    /// - An entry keeps at most ``Configuration/maximumDecodedValuesPerEntry`` values, dropping
+    /// - An entry keeps at most ``Configuration/Storage/maximumDecodedValuesPerEntry`` values, dropping
     ///   its least recently used one beyond that.
-    /// - A decoded value is charged against ``Configuration/memoryCapacity`` the byte count of the
+    /// - A decoded value is charged against ``Configuration/Storage/memoryCapacity`` the byte count of the
     ///   body it came from plus 64 bytes, an estimate: a Swift value decoded from JSON usually
     ///   takes no more than its text. When that charge does not fit, the value is returned but not
     ///   kept. ``trim(for:)`` drops every kept value.
@@ -313,7 +313,7 @@ extension CachedTransport {
         let decoded = result.map { DecodedValue($0, data: entry.data, retaining: retained) as AnyDecodedValue }
         let waiters = committer.finishDecode(
             valueKey, on: entry, for: key, with: decoded,
-            limit: configuration.maximumDecodedValuesPerEntry
+            limit: configuration.storage.maximumDecodedValuesPerEntry
         )
         let outcome: DecodeOutcome =
             switch decoded {

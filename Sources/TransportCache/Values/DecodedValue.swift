@@ -74,7 +74,7 @@ enum DecodedSlot {
 /// first.
 ///
 /// A short array rather than a dictionary: an entry keeps at most
-/// ``CachedTransport/Configuration/maximumDecodedValuesPerEntry`` values (a handful), so comparing
+/// ``CachedTransport/Configuration/Storage/maximumDecodedValuesPerEntry`` values (a handful), so comparing
 /// a few keys costs less than hashing one, and the order of the array is the recency order.
 /// Guarded by the store's lock, like the entry's other mutable state.
 struct DecodedValues {

@@ -7,7 +7,7 @@ import FoundationNetworking
 /// the origin's (``CachedTransport/store(_:)``, ``CachedTransport/optimisticUpdate(_:write:confirmed:)``).
 public struct ProvisionalAnswer: Sendable {
     /// The request it answers: its method (`GET` or `HEAD`, or a query `POST`, see
-    /// ``CachedTransport/Configuration/queryEndpoints``), URL and identity headers make the key.
+    /// ``CachedTransport/Configuration/Network/queryEndpoints``), URL and identity headers make the key.
     public var request: URLRequest
     /// The body.
     public var data: Data
@@ -34,11 +34,11 @@ public enum LocalWriteError: Error, Sendable, Equatable {
     /// The request is not one the transport stores: another method than `GET` or `HEAD` (or a
     /// query `POST`), another scheme than `http` or `https`, or no URL; or an answer the transport
     /// would not store had the origin sent it: a status outside
-    /// ``CachedTransport/Configuration/storableStatusCodes``, a `Set-Cookie`, or a `no-store` or
+    /// ``CachedTransport/Configuration/Storage/storableStatusCodes``, a `Set-Cookie`, or a `no-store` or
     /// `Vary: *` that the header override does not rewrite (it does by default).
     case notCacheable(URL?)
     /// The answer is larger than the largest entry the store takes
-    /// (``CachedTransport/Configuration/maximumEntryShare`` of the capacity).
+    /// (``CachedTransport/Configuration/Storage/maximumEntryShare`` of the capacity).
     case tooLarge(URL)
 }
 

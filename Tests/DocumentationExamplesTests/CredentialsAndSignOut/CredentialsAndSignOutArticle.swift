@@ -17,7 +17,7 @@ func credentialsAndSignOutArticle(api: AuthAPI, savedSession: UserSession) {
     typealias TokenAuthenticator = ArticleTokenAuthenticator
     let credentials = Credentials(TokenAuthenticator(api: api), credential: savedSession)
     var configuration = CachedTransport.Configuration()
-    configuration.authenticate(with: credentials)
+    configuration.identity.authenticate(with: credentials)
     let transport = CachedTransport(configuration: configuration)
 
     let partitioned = Credentials(

@@ -35,8 +35,8 @@ let credentials = Credentials(
     TokenAuthenticator(api: api), credential: savedSession,
     partition: { $0.userID })                         // entries outlive a token; sign-out by user
 var configuration = CachedTransport.Configuration()
-configuration.authenticate(with: credentials)
-configuration.requestAdapters = [
+configuration.identity.authenticate(with: credentials)
+configuration.identity.requestAdapters = [
     .keyed { $0.setValue("de", forHTTPHeaderField: "Accept-Language") },   // shapes the key
     RequestAdapter { request in                                           // only what goes out
         var request = request

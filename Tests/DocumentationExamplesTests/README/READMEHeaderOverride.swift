@@ -12,6 +12,6 @@ func readmeInstallOverride(in configuration: URLSessionConfiguration) {
 
 final class APIOverride: CacheOverrideURLProtocol {
     override class var cacheOverride: CacheOverride {
-        CacheOverride(maximumAge: .seconds(300), endpoints: [.host("api.example.com")])
+        CacheOverride(writtenMaxAge: .seconds(300), endpoints: [.host("api.example.com")])
     }
 }

@@ -8,8 +8,8 @@ import TransportCache
 
 func readmeRevalidation(feedURL: URL) async throws {
     var configuration = CachedTransport.Configuration()
-    configuration.maximumAge = .seconds(60)              // fresh for a minute
-    configuration.staleWhileRevalidate = .seconds(600)   // then answered at once for ten more, while revalidating
+    configuration.freshness.maximumAge = .seconds(60)             // fresh for a minute
+    configuration.freshness.staleWhileRevalidate = .seconds(600)  // then answered at once for ten more, while revalidating
     let transport = CachedTransport(configuration: configuration)
 
     let (_, response) = try await transport.data(from: feedURL)

@@ -8,8 +8,8 @@ import TransportCache
 
 func readmeSetUp() -> ArticlesClient {
     var configuration = CachedTransport.Configuration()
-    configuration.memoryCapacity = 64 * 1024 * 1024     // bodies plus a per-entry overhead
-    configuration.maximumAge = .seconds(600)            // optional; default: until invalidated
+    configuration.storage.memoryCapacity = 64 * 1024 * 1024  // bodies plus a per-entry overhead
+    configuration.freshness.maximumAge = .seconds(600)       // optional; default: until invalidated
     let transport = CachedTransport(configuration: configuration)
     let client = ArticlesClient(transport: transport)
     return client

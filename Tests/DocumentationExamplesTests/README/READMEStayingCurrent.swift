@@ -8,10 +8,10 @@ import TransportCache
 
 func readmeStayingCurrent() async {
     var configuration = CachedTransport.Configuration()
-    configuration.revalidatesOnForeground = true     // Apple platforms: on the app's did-become-active
-    configuration.revalidatesOnReconnect = true      // Apple platforms: when NWPathMonitor is satisfied again
-    configuration.refreshIntervals = [EndpointSetting(.pathPrefix("/scores"), .seconds(15))]   // while watched
-    configuration.retryPolicy = RetryPolicy(maximumAttempts: 3, initialDelay: .milliseconds(500))
+    configuration.stayingCurrent.revalidatesOnForeground = true  // Apple platforms: on the app's did-become-active
+    configuration.stayingCurrent.revalidatesOnReconnect = true   // Apple platforms: when NWPathMonitor is satisfied again
+    configuration.stayingCurrent.refreshIntervals = [EndpointSetting(.pathPrefix("/scores"), .seconds(15))]  // while watched
+    configuration.network.retryPolicy = RetryPolicy(maximumAttempts: 3, initialDelay: .milliseconds(500))
     let transport = CachedTransport(configuration: configuration)
 
     // Anywhere, from the app's own lifecycle code (on Linux, the only way):

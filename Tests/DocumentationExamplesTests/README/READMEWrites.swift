@@ -29,6 +29,6 @@ func readmeWrites(
     _ = try await transport.data(for: request, tags: ["articles"])          // tags stay in the app
     transport.invalidate(tag: "articles")                                    // every entry tagged, any URL
 
-    configuration.queryEndpoints = [.pathPrefix("/graphql")]                 // POST queries cached like GETs
+    configuration.network.queryEndpoints = [.pathPrefix("/graphql")]         // POST queries cached like GETs
     _ = (created, configuration)
 }

@@ -4,8 +4,8 @@ import TransportCache
 
 func revalidationArticleConfiguration() -> CachedTransport.Configuration {
     var configuration = CachedTransport.Configuration()
-    configuration.maximumAge = .seconds(60)
-    configuration.staleWhileRevalidate = .seconds(600)
-    configuration.staleWhileRevalidateWindows = [EndpointSetting(.pathPrefix("/live"), .seconds(5))]
+    configuration.freshness.maximumAge = .seconds(60)
+    configuration.freshness.staleWhileRevalidate = .seconds(600)
+    configuration.freshness.staleWhileRevalidateWindows = [EndpointSetting(.pathPrefix("/live"), .seconds(5))]
     return configuration
 }

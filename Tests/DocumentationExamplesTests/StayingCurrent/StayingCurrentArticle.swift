@@ -4,10 +4,10 @@ import TransportCache
 
 func stayingCurrentArticleTransport() -> CachedTransport {
     var configuration = CachedTransport.Configuration()
-    configuration.revalidatesOnForeground = true
-    configuration.revalidatesOnReconnect = true
-    configuration.refreshIntervals = [EndpointSetting(.pathPrefix("/scores"), .seconds(15))]
-    configuration.retryPolicy = RetryPolicy()
+    configuration.stayingCurrent.revalidatesOnForeground = true
+    configuration.stayingCurrent.revalidatesOnReconnect = true
+    configuration.stayingCurrent.refreshIntervals = [EndpointSetting(.pathPrefix("/scores"), .seconds(15))]
+    configuration.network.retryPolicy = RetryPolicy()
     let transport = CachedTransport(configuration: configuration)
     return transport
 }

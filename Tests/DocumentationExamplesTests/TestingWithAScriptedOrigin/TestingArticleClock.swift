@@ -12,7 +12,7 @@ extension ArticleListModelTests {
     @Test func agesWithoutSleeping() async throws {
         let clock = ManualCacheClock()
         var configuration = CachedTransport.Configuration()
-        configuration.maximumAge = .seconds(60)
+        configuration.freshness.maximumAge = .seconds(60)
         configuration.clock = clock.cacheClock
         origin.respond(
             to: ArticleListModel.url,
