@@ -11,8 +11,8 @@ import TransportCache
 
 // A reverse proxy with one CachedTransport in front of an upstream origin: every request that
 // reaches it is sent through the transport and its answer returned as it came. It is how the
-// transport is measured by a public HTTP cache test suite (see the README), which talks to a cache
-// in front of its own server.
+// transport is measured by a public HTTP cache test suite (see the Revalidation article and
+// Benchmarks/README.md), which talks to a cache in front of its own server.
 //
 //     swift run --package-path Examples transport-proxy --upstream http://127.0.0.1:8000 --port 8080 \
 //         [--http-caching] [--stale-if-error]

@@ -4,7 +4,7 @@ import LoopbackOrigin
 import OpenAPIRuntime
 import Testing
 
-/// The figures of the README's OpenAPI table: the same generated client and operations over both
+/// The figures of the OpenAPI table in Benchmarks/README.md: the same generated client and operations over both
 /// transports, against one origin each, with the origin's hits and the wall time printed.
 @Suite("Side by side: a generated client's origin hits and wall time over both transports")
 struct SideBySideMeasurementTests {

@@ -19,3 +19,9 @@ func stayingCurrentArticleTicks(configuration: inout CachedTransport.Configurati
     await clock.waitForSleepers(1)
     clock.advance(by: .seconds(15))
 }
+
+func stayingCurrentArticleLifecycle(transport: CachedTransport) async {
+    // Anywhere, from the app's own lifecycle code (on Linux, the only way):
+    await transport.revalidateWatched()                // what live streams watch
+    print(await transport.revalidateAll())             // "revalidated 120 (3 changed, 0 failed), skipped 8"
+}

@@ -1,5 +1,5 @@
 // swift-format-ignore-file
-// A block of README.md, verbatim as a reader copies it: DocumentationBlocksTests checks it is the document's.
+// A block of DecodedValues.md, verbatim as a reader copies it: DocumentationBlocksTests checks it is the document's.
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking

@@ -1,5 +1,5 @@
 // swift-format-ignore-file
-// A block of README.md, verbatim as a reader copies it: DocumentationBlocksTests checks it is the document's.
+// A block of ScreensWithQueries.md, verbatim as a reader copies it: DocumentationBlocksTests checks it is the document's.
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -7,7 +7,7 @@ import FoundationNetworking
 import TransportCache
 import TransportCacheQueries
 
-/// The list the README's query example shows.
+/// The list the query and mutation example shows.
 private let articlesURL = URL(string: "https://api.example.com/articles")!
 
 @MainActor

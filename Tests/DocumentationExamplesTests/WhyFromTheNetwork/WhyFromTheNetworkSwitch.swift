@@ -1,12 +1,12 @@
 // swift-format-ignore-file
-// A block of README.md, verbatim as a reader copies it: DocumentationBlocksTests checks it is the document's.
+// A block of WhyFromTheNetwork.md, verbatim as a reader copies it: DocumentationBlocksTests checks it is the document's.
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 import TransportCache
 
-func readmeOutcome(transport: CachedTransport, request: URLRequest) async throws {
+func whyFromTheNetworkSwitch(transport: CachedTransport, request: URLRequest) async throws {
     let (_, _, outcome) = try await transport.response(for: request)
     switch outcome.source {
     case .memory(.fresh): break                                    // no network at all

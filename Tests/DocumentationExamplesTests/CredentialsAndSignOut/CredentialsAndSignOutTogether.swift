@@ -1,5 +1,5 @@
 // swift-format-ignore-file
-// A block of README.md, verbatim as a reader copies it: DocumentationBlocksTests checks it is the document's.
+// A block of CredentialsAndSignOut.md, verbatim as a reader copies it: DocumentationBlocksTests checks it is the document's.
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -16,7 +16,7 @@ struct AuthAPI: Sendable {
     func refresh(_ session: UserSession) async throws -> UserSession { session }
 }
 
-func readmeCredentials(api: AuthAPI, savedSession: UserSession) {
+func credentialsAndSignOutTogether(api: AuthAPI, savedSession: UserSession) {
 struct TokenAuthenticator: Authenticator {
     let api: AuthAPI                                    // your own client for the token endpoint
 
