@@ -26,8 +26,8 @@ import FoundationNetworking
 /// ## Platforms
 /// On Apple platforms the session's own `URLCache` then stores the rewritten responses. On Linux,
 /// URLSession never writes into a `URLCache`, so the protocol alone caches nothing there: it gives
-/// rewritten headers to whoever does the caching, such as ``CachedTransport``, whose fetches take
-/// this path.
+/// rewritten headers to whoever does the caching. A ``CachedTransport`` does its own caching, and
+/// applies the same ``CacheOverride`` to each answer itself.
 open class CacheOverrideURLProtocol: URLProtocol {
     /// What this class rewrites. Override in a subclass to narrow it or change the age.
     open class var cacheOverride: CacheOverride { CacheOverride() }
