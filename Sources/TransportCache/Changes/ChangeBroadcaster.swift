@@ -4,18 +4,12 @@ import Foundation
 ///
 /// Registration is synchronous, so a stream returned by `changes()` hears every change made after
 /// the call returned. Changes are queued by the ``Committer`` while it holds the lock that orders
-/// the store's changes, and delivered by ``deliverQueued()`` once no lock is held: whoever finds
-/// the queue idle delivers everything queued, in order, so each subscriber receives changes in
-/// the order the store changed.
+/// the store's changes, and delivered by ``deliverQueued()`` once no lock is held (a
+/// ``DeliveryQueue``), so each subscriber receives changes in the order the store changed.
 final class ChangeBroadcaster: Sendable {
-    private struct Queue {
-        var changes: [CacheChange] = []
-        var isDelivering = false
-    }
-
     /// The streams, each with the endpoint it is about (nil: every change).
     private let subscribers: StreamSubscribers<CacheChange, Endpoint?>
-    private let queue = Locked(Queue())
+    private let queue = DeliveryQueue<CacheChange>()
     /// The number of streams registered, for tests to wait on.
     let subscriberCount = SubscriberCount()
 
@@ -31,21 +25,14 @@ final class ChangeBroadcaster: Sendable {
 
     /// Queues `change` behind those queued before it.
     func enqueue(_ change: CacheChange) {
-        queue.withLock { $0.changes.append(change) }
+        queue.enqueue(change)
     }
 
     /// Delivers every queued change, unless another caller is delivering already (it then
     /// delivers this caller's changes too). Never waits for a subscriber. Call with no lock held.
     /// - Complexity: O(c × s) in the changes and subscribers.
     func deliverQueued() {
-        while true {
-            let batch = queue.withLock { queue -> [CacheChange] in
-                guard !queue.isDelivering, !queue.changes.isEmpty else { return [] }
-                queue.isDelivering = true
-                defer { queue.changes.removeAll() }
-                return queue.changes
-            }
-            guard !batch.isEmpty else { return }
+        queue.deliverQueued { batch in
             let current = subscribers.current
             for change in batch {
                 for subscriber in current {
@@ -56,7 +43,6 @@ final class ChangeBroadcaster: Sendable {
                     }
                 }
             }
-            queue.withLock { $0.isDelivering = false }
         }
     }
 

@@ -19,10 +19,11 @@ final class StreamSubscribers<Element: Sendable, Filter: Sendable>: Sendable {
     private let state = Locked(State())
     let bufferLimit: Int
     /// Called with the new count whenever a stream registers or unregisters, under the registry's
-    /// lock, so that calls arrive in the order the count changed.
-    private let countChanged: (@Sendable (Int) -> Void)?
+    /// lock, so that calls arrive in the order the count changed. It returns the waiters its
+    /// change let through, resumed once that lock is released.
+    private let countChanged: (@Sendable (Int) -> [CheckedContinuation<Void, Never>])?
 
-    init(bufferLimit: Int, countChanged: (@Sendable (Int) -> Void)? = nil) {
+    init(bufferLimit: Int, countChanged: (@Sendable (Int) -> [CheckedContinuation<Void, Never>])? = nil) {
         self.bufferLimit = max(1, bufferLimit)
         self.countChanged = countChanged
     }
@@ -31,18 +32,19 @@ final class StreamSubscribers<Element: Sendable, Filter: Sendable>: Sendable {
     func subscribe(_ filter: Filter, onTermination: (@Sendable () -> Void)? = nil) -> AsyncStream<Element> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: Element.self, bufferingPolicy: .bufferingNewest(bufferLimit))
-        let id = state.withLock { state in
+        let (id, watchers) = state.withLock { state in
             state.lastID += 1
             state.byID[state.lastID] = Subscriber(continuation: continuation, filter: filter)
-            countChanged?(state.byID.count)
-            return state.lastID
+            return (state.lastID, countChanged?(state.byID.count) ?? [])
         }
+        for watcher in watchers { watcher.resume() }
         continuation.onTermination = { [weak self] _ in
             if let self {
-                state.withLock { state in
-                    guard state.byID.removeValue(forKey: id) != nil else { return }
-                    countChanged?(state.byID.count)
+                let watchers = state.withLock { state in
+                    guard state.byID.removeValue(forKey: id) != nil else { return [CheckedContinuation<Void, Never>]() }
+                    return countChanged?(state.byID.count) ?? []
                 }
+                for watcher in watchers { watcher.resume() }
             }
             onTermination?()
         }

@@ -6,15 +6,21 @@ import FoundationNetworking
 /// What a fetch's completion leaves to do once the in-flight lock is released.
 ///
 /// The completion is a step: under the lock it reads the answer, changes the store and the
-/// fetches in flight, and returns one of these, which ``CachedTransport/carryOut(_:of:)`` then does.
-/// A new way for a fetch to end (for example: refresh a credential, then send again) is one more
-/// case here and one more step in ``CachedTransport/completionStep(of:with:duration:in:)``.
+/// fetches in flight, and returns one of these, which ``CachedTransport/carryOut(_:of:)`` then does
+/// with no lock held: it starts every task, resumes every caller and calls the app's code. A new
+/// way for a fetch to end is one more case here and one more step in
+/// ``CachedTransport/completionStep(of:with:duration:refused:in:)``.
 enum CompletionAction {
     /// Nothing: every caller left before the answer.
     case none
-    /// The answer is one the ``RetryPolicy`` tries again: the wait before attempt `attempt` is
-    /// now the fetch's load.
-    case retrying(attempt: Int, delay: Duration)
+    /// The answer is one the ``RetryPolicy`` tries again: wait `delay`, then send attempt
+    /// `attempt` of fetch `fetchID`. The wait becomes the fetch's load.
+    case retry(fetchID: Int, attempt: Int, delay: Duration)
+    /// The answer to attempt `attempt` refused the credential `request` carried, the
+    /// `generation`-th: wait for a later one (the one shared refresh), then send fetch `fetchID`
+    /// again. The wait becomes the fetch's load.
+    case reauthenticate(
+        fetchID: Int, attempt: Int, request: URLRequest, generation: Int, credentials: any CredentialApplying)
     /// Send the fetch again: a `304` confirmed an entry that is no longer stored.
     case resend(CachedTransport.Launch)
     /// Publish the changes the answer made, resume the callers, then launch `then` (fetches of
@@ -66,8 +72,13 @@ extension CachedTransport {
         switch action {
         case .none:
             break
-        case .retrying(let attempt, let delay):
+        case .retry(let fetchID, let attempt, let delay):
             reporter.retrying(url, attempt: attempt, delay: delay)
+            install(waitThenRetry(fetchID, after: delay), for: fetchID, afterAttempt: attempt)
+        case .reauthenticate(let fetchID, let attempt, let request, let generation, let credentials):
+            install(
+                reauthenticateThenResend(fetchID, refused: request, at: generation, by: credentials), for: fetchID,
+                afterAttempt: attempt)
         case .resend(let launch):
             committer.publishQueuedChanges()
             self.launch(launch)
@@ -75,6 +86,14 @@ extension CachedTransport {
             committer.publishQueuedChanges()
             callers.resumeAll()
             for launch in launches { self.launch(launch) }
+        }
+    }
+
+    /// Makes `wait` the load of fetch `fetchID` (see ``FetchStateMachine/waitStarted(_:for:afterAttempt:)``),
+    /// or cancels it when every caller left meanwhile.
+    private nonisolated func install(_ wait: any NetworkLoad, for fetchID: Int, afterAttempt attempt: Int) {
+        if case .cancel = inFlight.withLock({ $0.waitStarted(wait, for: fetchID, afterAttempt: attempt) }) {
+            wait.cancel()
         }
     }
 
@@ -87,13 +106,15 @@ extension CachedTransport {
     ) -> CompletionAction {
         guard let fetch = machine.fetches[fetchID] else { return .none }  // Every caller left.
         if refused, let (request, generation, credentials) = reauthentication(of: fetch) {
-            fetch.load = reauthenticateThenResend(fetchID, refused: request, at: generation, by: credentials)
-            return .none
+            fetch.load = nil
+            return .reauthenticate(
+                fetchID: fetchID, attempt: fetch.attempt, request: request, generation: generation,
+                credentials: credentials)
         }
         if let delay = retryDelay(of: fetch, after: result) {
             fetch.attempt += 1
-            fetch.load = waitThenRetry(fetchID, after: delay)
-            return .retrying(attempt: fetch.attempt, delay: delay)
+            fetch.load = nil
+            return .retry(fetchID: fetchID, attempt: fetch.attempt, delay: delay)
         }
         guard let fetched = takeNotModified(result, for: fetch, in: &machine) else {
             fetch.requestTime = planner.policy.clock.date
@@ -251,8 +272,7 @@ extension CachedTransport {
 
     /// The wait before fetch `fetchID`'s next attempt: it then sends the fetch's request again
     /// (conditional on what is stored then), unless every caller left meanwhile, which cancels
-    /// the wait. Call with the in-flight lock held: the wait is the fetch's load before the wait
-    /// can end.
+    /// the wait (see ``install(_:for:)``). Call with no lock held.
     private nonisolated func waitThenRetry(_ fetchID: Int, after delay: Duration) -> any NetworkLoad {
         let clock = planner.policy.clock
         return TaskLoad(

@@ -138,6 +138,15 @@ struct FetchStateMachine: Sendable {
         return .keep
     }
 
+    /// Fetch `fetchID`, after its attempt `attempt` ended, waits with `wait` as its load (before a
+    /// retry, or for a credential). The wait was started after the lock was released: it is
+    /// recorded only when nothing later was (its end may already have sent the next attempt).
+    mutating func waitStarted(_ wait: any NetworkLoad, for fetchID: Int, afterAttempt attempt: Int) -> LoadAction {
+        guard let fetch = fetches[fetchID] else { return .cancel }
+        if fetch.load == nil, fetch.attempt == attempt { fetch.load = wait }
+        return .keep
+    }
+
     /// Fetch `fetchID` has its answer: it is removed, with its waiters.
     /// - Returns: its waiters in the order they joined (with holes where one left), and the fetch
     ///   of the refreshes that waited behind it, now sent from `requestTime`; nil when every caller

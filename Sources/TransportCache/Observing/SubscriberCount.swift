@@ -8,9 +8,10 @@ package final class SubscriberCount: Sendable {
 
     package init() {}
 
-    /// The registry's new count.
-    package func update(_ count: Int) {
-        for watcher in state.withLock({ $0.set(count) }) { watcher.resume() }
+    /// The registry's new count. - Returns: the waiters it lets through, to resume once the
+    /// registry's lock is released.
+    package func update(_ count: Int) -> [CheckedContinuation<Void, Never>] {
+        state.withLock { $0.set(count) }
     }
 
     /// Returns once the count satisfies `reached`, at once when it does already. It waits as long

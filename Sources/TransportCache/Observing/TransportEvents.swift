@@ -19,11 +19,15 @@ import os
 /// private (shown as a hash unless private data is enabled, as when a debugger is attached):
 /// a query may hold a token.
 ///
-/// Events are yielded where they happen, some under the in-flight lock, so that one stream sees
-/// them in the order the transport acted; a yield only enqueues the consumer, and runs none of
-/// its code.
+/// Events of a request or a fetch are yielded where they happen, with no lock held. Events of the
+/// store (stored, not stored, evicted, invalidated) happen under the in-flight lock: they are
+/// queued there (a ``DeliveryQueue``) and yielded by ``deliverQueued()`` once it is released, so
+/// that one stream sees them in the order the transport acted and no consumer is resumed under a
+/// lock.
 final class TransportEvents: Sendable {
     private let subscribers: StreamSubscribers<CacheEvent, Void>
+    /// The store's events, waiting for the in-flight lock to be released.
+    private let queued = DeliveryQueue<CacheEvent>()
 
     #if canImport(os)
     // Made where used rather than kept in a static: the system keeps one handle per subsystem and
@@ -35,6 +39,7 @@ final class TransportEvents: Sendable {
     init(bufferLimit: Int, store: ResponseStore) {
         subscribers = StreamSubscribers(bufferLimit: bufferLimit) { count in
             store.state.withLock { $0.isObserved = count > 0 }
+            return []
         }
     }
 
@@ -48,6 +53,23 @@ final class TransportEvents: Sendable {
         guard !current.isEmpty else { return }
         let event = make()
         for subscriber in current { subscriber.continuation.yield(event) }
+    }
+
+    /// Queues the event `make` returns for ``deliverQueued()``, making it only when a stream is
+    /// registered. For events made under a lock.
+    private func enqueue(_ make: () -> CacheEvent) {
+        guard !subscribers.current.isEmpty else { return }
+        queued.enqueue(make())
+    }
+
+    /// Yields the store's queued events to every stream. Call with no lock held.
+    func deliverQueued() {
+        queued.deliverQueued { batch in
+            let current = subscribers.current
+            for event in batch {
+                for subscriber in current { subscriber.continuation.yield(event) }
+            }
+        }
     }
 
     // MARK: - Requests
@@ -125,10 +147,10 @@ final class TransportEvents: Sendable {
         emit { CacheEvent(url: url, kind: .networkMetrics(NetworkMetrics(metrics))) }
     }
 
-    // MARK: - The store
+    // MARK: - The store (queued: see ``deliverQueued()``)
 
     func stored(_ url: URL, bytes: Int, changedBytes: Bool) {
-        emit { CacheEvent(url: url, kind: .stored(bytes: bytes, changedBytes: changedBytes)) }
+        enqueue { CacheEvent(url: url, kind: .stored(bytes: bytes, changedBytes: changedBytes)) }
         #if canImport(os)
         Self.logger.debug(
             "stored \(url.absoluteString, privacy: .private(mask: .hash)): \(bytes, privacy: .public) bytes")
@@ -136,7 +158,7 @@ final class TransportEvents: Sendable {
     }
 
     func notStored(_ url: URL, _ reason: CacheOutcome.NotStoredReason) {
-        emit { CacheEvent(url: url, kind: .notStored(reason)) }
+        enqueue { CacheEvent(url: url, kind: .notStored(reason)) }
         #if canImport(os)
         Self.logger.debug(
             "not stored \(url.absoluteString, privacy: .private(mask: .hash)): \(reason.description, privacy: .public)")
@@ -165,11 +187,7 @@ final class TransportEvents: Sendable {
         let name = if case .evicted = kind { "evicted" } else { "invalidated" }
         Self.logger.debug("\(name, privacy: .public) \(keys.count, privacy: .public) keys")
         #endif
-        let current = subscribers.current
-        guard !current.isEmpty else { return }
-        for url in Committer.urls(of: keys.map(\.url)) {
-            let event = CacheEvent(url: url, kind: kind)
-            for subscriber in current { subscriber.continuation.yield(event) }
-        }
+        guard !subscribers.current.isEmpty else { return }
+        for url in Committer.urls(of: keys.map(\.url)) { queued.enqueue(CacheEvent(url: url, kind: kind)) }
     }
 }

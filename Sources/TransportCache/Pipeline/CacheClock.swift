@@ -122,17 +122,15 @@ public final class ManualCacheClock: Sendable {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let (ready, watchers) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
-                    if Task.isCancelled {
-                        continuation.resume(throwing: CancellationError())
-                        return (false, [])
-                    }
-                    guard duration > .zero else { return (true, []) }
+                let (now, watchers) = state.withLock {
+                    state -> (Result<Void, any Error>?, [CheckedContinuation<Void, Never>]) in
+                    if Task.isCancelled { return (.failure(CancellationError()), []) }
+                    guard duration > .zero else { return (.success(()), []) }
                     state.sleepers.append(
                         Sleeper(id: id, deadline: state.offset + duration, continuation: continuation))
-                    return (false, state.satisfiedWatchers())
+                    return (nil, state.satisfiedWatchers())
                 }
-                if ready { continuation.resume() }
+                if let now { continuation.resume(with: now) }
                 for watcher in watchers { watcher.resume() }
             }
         } onCancel: {

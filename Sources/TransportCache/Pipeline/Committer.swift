@@ -364,11 +364,13 @@ final class Committer: Sendable {
         _ valueKey: DecodedValueKey, on entry: StoredResponse, for key: CacheKey,
         with result: Result<AnyDecodedValue, any Error>, limit: Int
     ) -> [CheckedContinuation<DecodeOutcome, Never>] {
-        inFlight.withLock { _ in
+        let waiters = inFlight.withLock { _ in
             let finished = store.finishDecode(valueKey, on: entry, for: key, with: result, limit: limit)
             reporter.evicted(finished.evicted)
             return finished.waiters
         }
+        reporter.deliverQueued()
+        return waiters
     }
 
     // MARK: - Removing entries
@@ -514,8 +516,9 @@ final class Committer: Sendable {
         return store.copyHeld(Array(keys)) { _, variants in variants.all }.flatMap { $0 }
     }
 
-    /// Delivers the queued changes to the subscribers. Call with no lock held.
+    /// Delivers the queued events and changes to their subscribers. Call with no lock held.
     func publishQueuedChanges() {
+        reporter.deliverQueued()
         broadcaster.deliverQueued()
     }
 

@@ -54,6 +54,22 @@ public actor CachedTransport {
     let retryPolicy: RetryPolicy?
     /// The fetches in flight and their callers. Every change to the store holds this lock too, so
     /// that an invalidation and a fetch's store never interleave.
+    ///
+    /// The transport's locks, in the only order they nest (a lock is taken only while holding
+    /// locks above it, never below):
+    /// 1. this one, the in-flight lock;
+    /// 2. the ``Committer``'s pending optimistic updates (`optimistic`);
+    /// 3. a stream registry's (``StreamSubscribers``; its count change sets a flag in the store);
+    /// 4. the store's entries (``ResponseStore/state``), its ``ResponseStore/index`` and its
+    ///    ``ResponseStore/tags``, each taken alone, never one inside another.
+    ///
+    /// The queues' locks (``DeliveryQueue``, ``SubscriberCount``, ``ReleaseQueue``, a
+    /// ``ManualCacheClock``'s) are leaves: nothing is taken while one is held. ``Credentials``
+    /// keep theirs (its state, then its ``KeyAccount``), never taken while one of the transport's
+    /// is held. Under none of them is a task started, a continuation resumed, an event or change
+    /// yielded, or the app's code called, but for two documented exceptions that must be quick
+    /// and never call the transport: a ``CacheClock``'s readings and an ``Endpoint/matching(_:)``
+    /// predicate. Each step returns what to do, and its caller does it once the lock is released.
     let inFlight: Locked<FetchStateMachine>
     /// The one boundary every request crosses (``Configuration/Identity/requestAdapters``,
     /// ``Configuration/Identity/authenticate(with:)``): keyed by every call, decorated when it goes out;
