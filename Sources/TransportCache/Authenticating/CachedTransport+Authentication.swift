@@ -27,9 +27,7 @@ extension CachedTransport {
                 if !Task.isCancelled { complete(launch.id, with: .failure(error), interval: interval) }
                 return
             }
-            let inFlight = inFlight.withLock { machine in
-                machine.fetches[launch.id].map { fetch in fetch.sent = outgoing } != nil
-            }
+            let inFlight = inFlight.withLock { $0.sent(outgoing, for: launch.id) }
             guard inFlight else { return }
             send(outgoing.request, of: launch.id, interval: interval, within: prepared)
         }
@@ -46,11 +44,12 @@ extension CachedTransport {
     /// What a refused `fetch` sent, which credential that carried, and the credentials to recover with; nil
     /// when it may not reauthenticate: a refresh's own request, one that carried the app's own
     /// credential, or one already resent. Call with the in-flight lock held.
-    nonisolated func reauthentication(of fetch: Fetch) -> (URLRequest, Int, any CredentialApplying)? {
-        guard !fetch.bypassesPreparation, !fetch.hasReauthenticated, let sent = fetch.sent,
-            let generation = sent.generation, let credentials = preparation?.credentials
+    nonisolated func reauthentication(of fetch: Fetch, in machine: inout FetchStateMachine) -> (
+        URLRequest, Int, any CredentialApplying
+    )? {
+        guard !fetch.bypassesPreparation, let sent = fetch.sent, let generation = sent.generation,
+            let credentials = preparation?.credentials, machine.waitsForCredential(fetch)
         else { return nil }
-        fetch.hasReauthenticated = true
         return (sent.request, generation, credentials)
     }
 
@@ -70,9 +69,10 @@ extension CachedTransport {
                     return
                 }
                 let next = inFlight.withLock { machine -> Launch? in
-                    guard let fetch = machine.fetches[fetchID] else { return nil }
-                    fetch.requestTime = planner.policy.clock.date
-                    return launchable((fetchID, fetch))
+                    guard let again = machine.sendsAgain(fetchID, requestTime: planner.policy.clock.date) else {
+                        return nil
+                    }
+                    return launchable(again, in: &machine)
                 }
                 if let next { launch(next) }
             })

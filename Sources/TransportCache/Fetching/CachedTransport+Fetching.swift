@@ -82,14 +82,12 @@ extension CachedTransport {
             $0.networkFetches += 1
             if waiter == nil { $0.backgroundRevalidations += 1 }
         }
+        // A credential's refresh's own request: never prepared, and never waiting for a refresh.
         let started = machine.start(
             key: plan.key, request: plan.request, reason: plan.reason, isReload: plan.isReload,
-            requestTime: planner.policy.clock.date, starter: waiter)
-        if preparation != nil, RequestPreparation.isRefreshing {
-            // A credential's refresh's own request: never prepared, and never waiting for a refresh.
-            started.fetch.bypassesPreparation = true
-        }
-        return .launch(launchable(started))
+            requestTime: planner.policy.clock.date, starter: waiter,
+            bypassesPreparation: preparation != nil && RequestPreparation.isRefreshing)
+        return .launch(launchable(started, in: &machine))
     }
 
     /// A fetch to send, once the in-flight lock is released.
@@ -107,8 +105,8 @@ extension CachedTransport {
 
     /// The launch of a fetch just started, with the request it sends (see ``outgoingRequest(for:)``).
     /// Call with the in-flight lock held.
-    nonisolated func launchable(_ started: (id: Int, fetch: Fetch)) -> Launch {
-        let request = outgoingRequest(for: started.fetch)
+    nonisolated func launchable(_ started: (id: Int, fetch: Fetch), in machine: inout FetchStateMachine) -> Launch {
+        let request = outgoingRequest(for: started.fetch, in: &machine)
         return Launch(
             id: started.id, request: request, reason: started.fetch.reason,
             isConditional: started.fetch.revalidating != nil, key: started.fetch.key,
@@ -118,16 +116,16 @@ extension CachedTransport {
     /// The request `fetch` sends: its starter's, made conditional on the stored entry when there
     /// is one with validators and ``Configuration/Freshness/usesConditionalRequests`` is on. Call with the
     /// in-flight lock held.
-    private nonisolated func outgoingRequest(for fetch: Fetch) -> URLRequest {
+    private nonisolated func outgoingRequest(for fetch: Fetch, in machine: inout FetchStateMachine) -> URLRequest {
         // A query `POST` is never conditional: `If-None-Match` on a `POST` asks something else.
         guard usesConditionalRequests, fetch.key.method != "POST",
             let entry = store.peek(fetch.key, selectedBy: fetch.request.allHTTPHeaderFields),
             entry.hasValidators
         else {
-            fetch.revalidating = nil
+            machine.sending(fetch, revalidating: nil)
             return fetch.request
         }
-        fetch.revalidating = entry
+        machine.sending(fetch, revalidating: entry)
         store.record { $0.conditionalRequests += 1 }
         return ConditionalRequest.revalidating(fetch.request, against: entry)
     }
@@ -177,7 +175,7 @@ extension CachedTransport {
         var next: Launch?
         let action = inFlight.withLock { machine in
             let action = machine.leave(waiter, requestTime: planner.policy.clock.date)
-            if case .resumeAndCancel(_, let queued?) = action { next = launchQueued(queued) }
+            if case .resumeAndCancel(_, let queued?) = action { next = launchQueued(queued, in: &machine) }
             return action
         }
         switch action {

@@ -105,19 +105,17 @@ extension CachedTransport {
         refused: Bool = false, in machine: inout FetchStateMachine
     ) -> CompletionAction {
         guard let fetch = machine.fetches[fetchID] else { return .none }  // Every caller left.
-        if refused, let (request, generation, credentials) = reauthentication(of: fetch) {
-            fetch.load = nil
+        if refused, let (request, generation, credentials) = reauthentication(of: fetch, in: &machine) {
             return .reauthenticate(
                 fetchID: fetchID, attempt: fetch.attempt, request: request, generation: generation,
                 credentials: credentials)
         }
         if let delay = retryDelay(of: fetch, after: result) {
-            fetch.attempt += 1
-            fetch.load = nil
-            return .retry(fetchID: fetchID, attempt: fetch.attempt, delay: delay)
+            let attempt = machine.attemptFailedToRetry(fetch)
+            return .retry(fetchID: fetchID, attempt: attempt, delay: delay)
         }
         guard let fetched = takeNotModified(result, for: fetch, in: &machine) else {
-            fetch.requestTime = planner.policy.clock.date
+            _ = machine.sendsAgain(fetchID, requestTime: planner.policy.clock.date)
             return .resend(
                 Launch(
                     id: fetchID, request: fetch.request, reason: fetch.reason, isConditional: false, key: fetch.key,
@@ -143,7 +141,7 @@ extension CachedTransport {
             launches = answerCallers(data, response, storage, revalidated: true, of: fetch, to: &callers, in: &machine)
         }
         // Made once the answer is stored: the refreshes' fetch is conditional on what it stored.
-        if let next = completed.next { launches.append(launchQueued(next)) }
+        if let next = completed.next { launches.append(launchQueued(next, in: &machine)) }
         return .answer(callers, then: launches)
     }
 
@@ -163,7 +161,7 @@ extension CachedTransport {
         guard let validated = fetch.revalidating, let notModified = fetched as? HTTPURLResponse,
             notModified.statusCode == 304
         else { return .fetched(data, fetched) }
-        fetch.revalidating = nil
+        machine.notModifiedTaken(by: fetch)
         if let confirmed = committer.commitNotModified(notModified, confirming: validated, for: fetch, in: &machine) {
             return .notModified(confirmed.data, confirmed.response, confirmed.storage)
         }
@@ -247,15 +245,15 @@ extension CachedTransport {
         // representations of their own.
         return Vary.groups(unmatched, varyingOn: vary, fields: { $0.request.allHTTPHeaderFields }).map { group in
             store.record { $0.networkFetches += 1 }
-            return launchable(machine.restart(group, from: fetch, requestTime: planner.policy.clock.date))
+            return launchable(machine.restart(group, from: fetch, requestTime: planner.policy.clock.date), in: &machine)
         }
     }
 
     /// The launch of the refreshes' fetch that waited behind another (see ``FetchStateMachine``),
     /// now sent, and counted as a network fetch. Call with the in-flight lock held.
-    nonisolated func launchQueued(_ next: (id: Int, fetch: Fetch)) -> Launch {
+    nonisolated func launchQueued(_ next: (id: Int, fetch: Fetch), in machine: inout FetchStateMachine) -> Launch {
         store.record { $0.networkFetches += 1 }
-        return launchable(next)
+        return launchable(next, in: &machine)
     }
 
     /// How long `fetch` waits before its next attempt after its current one ended with `result`,
@@ -279,10 +277,9 @@ extension CachedTransport {
             task: Task {
                 do { try await clock.sleep(for: delay) } catch { return }
                 let next = inFlight.withLock { machine -> Launch? in
-                    guard let fetch = machine.fetches[fetchID] else { return nil }
-                    fetch.requestTime = clock.date
+                    guard let again = machine.sendsAgain(fetchID, requestTime: clock.date) else { return nil }
                     store.record { $0.retries += 1 }
-                    return launchable((fetchID, fetch))
+                    return launchable(again, in: &machine)
                 }
                 if let next { launch(next) }
             })

@@ -78,15 +78,17 @@ struct FetchStateMachine: Sendable {
     /// - Parameter isJoinable: false for a fetch of one representation among several (see
     ///   ``restart(_:from:requestTime:)``): it neither supersedes the key's fetch nor is joined.
     /// - Returns: the fetch and its identifier; the caller starts its load (``loadStarted(_:for:)``).
+    /// - Parameter bypassesPreparation: it is a credential refresh's own (``Fetch/bypassesPreparation``).
     mutating func start(
         key: CacheKey, request: URLRequest, reason: Plan.FetchReason, isReload: Bool, requestTime: Date,
-        starter: Waiter?, isJoinable: Bool = true
+        starter: Waiter?, isJoinable: Bool = true, bypassesPreparation: Bool = false
     ) -> (id: Int, fetch: Fetch) {
         lastIdentifier += 1
         let fetchID = lastIdentifier
         let fetch = Fetch(
             id: fetchID, key: key, request: request, reason: reason, isReload: isReload, requestTime: requestTime,
             starter: starter)
+        fetch.bypassesPreparation = bypassesPreparation
         if let starter { attach(starter, to: fetch, id: fetchID) }
         fetches[fetchID] = fetch
         if isJoinable { makeJoinable(fetch) }
@@ -136,6 +138,54 @@ struct FetchStateMachine: Sendable {
         guard let fetch = fetches[fetchID] else { return .cancel }
         fetch.load = load
         return .keep
+    }
+
+    // MARK: - A fetch's attempts
+
+    /// `fetch` is about to be sent, conditional on `entry` (``Fetch/revalidating``) when given.
+    mutating func sending(_ fetch: Fetch, revalidating entry: StoredResponse?) {
+        fetch.revalidating = entry
+    }
+
+    /// Fetch `fetchID`'s request went out as `outgoing` (``RequestPreparation/outgoing(_:keyedFor:)``).
+    /// - Returns: false when the fetch is gone (every caller left): send nothing.
+    mutating func sent(_ outgoing: Outgoing, for fetchID: Int) -> Bool {
+        guard let fetch = fetches[fetchID] else { return false }
+        fetch.sent = outgoing
+        return true
+    }
+
+    /// `fetch`'s conditional request was answered `304`: it no longer asks about an entry.
+    mutating func notModifiedTaken(by fetch: Fetch) {
+        fetch.revalidating = nil
+    }
+
+    /// `fetch`'s attempt ended with an answer the ``RetryPolicy`` tries again: its next attempt
+    /// follows a wait, which becomes its load (``waitStarted(_:for:afterAttempt:)``).
+    /// - Returns: the number of the next attempt.
+    mutating func attemptFailedToRetry(_ fetch: Fetch) -> Int {
+        fetch.attempt += 1
+        fetch.load = nil
+        return fetch.attempt
+    }
+
+    /// `fetch`'s credential was refused: it waits for a later one, once (``Fetch/hasReauthenticated``),
+    /// and that wait becomes its load (``waitStarted(_:for:afterAttempt:)``).
+    /// - Returns: false when it has waited for one already: the refusal is its answer.
+    mutating func waitsForCredential(_ fetch: Fetch) -> Bool {
+        guard !fetch.hasReauthenticated else { return false }
+        fetch.hasReauthenticated = true
+        fetch.load = nil
+        return true
+    }
+
+    /// Fetch `fetchID` is sent again (after a wait, or without conditions after a `304` for an
+    /// entry gone), from `requestTime`.
+    /// - Returns: the fetch, or nil when it is gone (every caller left).
+    mutating func sendsAgain(_ fetchID: Int, requestTime: Date) -> (id: Int, fetch: Fetch)? {
+        guard let fetch = fetches[fetchID] else { return nil }
+        fetch.requestTime = requestTime
+        return (fetchID, fetch)
     }
 
     /// Fetch `fetchID`, after its attempt `attempt` ended, waits with `wait` as its load (before a
@@ -264,5 +314,126 @@ struct FetchStateMachine: Sendable {
         fetch.add(waiter)
         waiter.fetchID = fetchID
         waiterCount += 1
+    }
+}
+
+/// One origin fetch and the callers waiting for it.
+///
+/// A class, so that adding the ten-thousandth waiter mutates its table in place instead of
+/// copying a struct that holds it (which made joins quadratic).
+///
+/// Its state is the state machine's: every field is written only by ``FetchStateMachine`` (in this
+/// file), in answer to an event.
+///
+/// `@unchecked Sendable` is safe here: a fetch is only reached through ``FetchStateMachine``, and so
+/// only read or written while the transport's in-flight lock is held.
+final class Fetch: @unchecked Sendable {
+    /// Its identifier in ``FetchStateMachine``.
+    let id: Int
+    /// Its place among the fetches sent: one sent later has a larger one (``FetchStateMachine``
+    /// numbers a fetch when it is sent, a refreshes' fetch waiting behind another included).
+    fileprivate(set) var order: Int
+    let key: CacheKey
+    /// The request that started it, as every call keys it (``RequestPreparation/keyed(_:)``);
+    /// what goes out is made from it for each attempt.
+    let request: URLRequest
+    /// Why it was started: its starter's reason, ``CacheOutcome/FetchReason/backgroundRevalidation``
+    /// for a background revalidation.
+    let reason: Plan.FetchReason
+    /// Started to reload (see ``FetchPlan/Sharing/reloads``): reload requests may share it.
+    let isReload: Bool
+    /// The caller that started it, which gets its answer whatever the answer's `Vary` says; nil
+    /// for a background revalidation.
+    private let starter: Waiter?
+    /// Started by a stale-window answer, with no caller of its own: it runs to its end even when
+    /// every caller that joined it leaves, and its failure reaches nobody but the callers that
+    /// joined.
+    var isBackground: Bool { starter == nil }
+    /// The stored entry this fetch asked the origin to confirm (`If-None-Match` /
+    /// `If-Modified-Since`), when it was sent conditionally.
+    fileprivate(set) var revalidating: StoredResponse?
+    /// Set while it is in flight when the key is invalidated, the app writes an answer for it, a
+    /// newer fetch of it starts, or an optimistic update ends on a newer answer: its answer still
+    /// reaches its callers but is not written into the store.
+    fileprivate(set) var supersededBecause: CacheOutcome.NotStoredReason?
+    /// Set when an optimistic update of the key began while this one was in flight: while updates
+    /// are pending, its answer goes under them (what they roll back to), never over the
+    /// provisional answer (see ``OptimisticLayers``).
+    fileprivate(set) var goesUnderUpdate = false
+    /// The fetch that the refreshes arriving while this one (a refresh's) is in flight wait for:
+    /// sent when this one ends.
+    fileprivate(set) var next: Fetch?
+    /// Set on a ``next`` fetch until it is sent: the identifier of the fetch it waits behind.
+    fileprivate(set) var queuedBehind: Int?
+    /// The origin fetch, once started, or the wait before its next attempt; cancelled when the
+    /// last caller leaves.
+    fileprivate(set) var load: (any NetworkLoad)?
+    /// When its current attempt was sent: the request time of HTTP's age calculation.
+    fileprivate(set) var requestTime: Date
+    /// What its last attempt sent, and which credential that carried; nil until one went out
+    /// through ``RequestPreparation/outgoing(_:keyedFor:)``.
+    fileprivate(set) var sent: Outgoing?
+    /// Started by a credential's refresh (see ``Credentials``): its requests, retries and resends
+    /// included, go past the adapters and the authenticator, and a refusal is its answer.
+    fileprivate(set) var bypassesPreparation = false
+    /// Whether a refusal of its credential has already refreshed and resent it: once per fetch.
+    fileprivate(set) var hasReauthenticated = false
+    /// Its attempts so far, from 1 (see ``RetryPolicy``).
+    fileprivate(set) var attempt = 1
+
+    /// Waiters in the order they joined, with a hole where one left. Callers are resumed in that
+    /// order: the Swift runtime removes a finished child from its task group by walking a list,
+    /// so resuming ten thousand callers in hash order made the callers' own task group quadratic.
+    ///
+    /// Exclusivity is unchecked on these two because the in-flight lock, held for every access,
+    /// already makes each access exclusive; the runtime's check would add a thread-local lookup
+    /// to each of ten thousand joins.
+    @exclusivity(unchecked) private var ordered: [Waiter?] = []
+    @exclusivity(unchecked) private var attached = 0
+
+    init(
+        id: Int, key: CacheKey, request: URLRequest, reason: Plan.FetchReason, isReload: Bool, requestTime: Date,
+        starter: Waiter?
+    ) {
+        self.id = id
+        order = id
+        self.key = key
+        self.request = request
+        self.reason = reason
+        self.isReload = isReload
+        self.requestTime = requestTime
+        self.starter = starter
+    }
+
+    /// Whether `waiter` is the caller that started this fetch.
+    func wasStarted(by waiter: Waiter) -> Bool {
+        starter === waiter
+    }
+
+    func add(_ waiter: Waiter) {
+        waiter.position = ordered.count
+        ordered.append(waiter)
+        attached += 1
+    }
+
+    /// Detaches `waiter`. - Returns: whether it was attached here. - Complexity: O(1).
+    func remove(_ waiter: Waiter) -> Bool {
+        let position = waiter.position
+        guard position < ordered.count, ordered[position] === waiter else { return false }
+        ordered[position] = nil
+        attached -= 1
+        return true
+    }
+
+    var hasWaiters: Bool { attached > 0 }
+
+    /// Detaches every waiter. - Returns: them in the order they joined, with holes where one
+    /// left: the table itself, handed over without a copy.
+    func takeWaiters() -> [Waiter?] {
+        defer {
+            ordered = []
+            attached = 0
+        }
+        return ordered
     }
 }
