@@ -12,7 +12,9 @@ extension CachedTransport {
     ) {
         let prepared = PreparedLoad()
         // Recorded before its task can start the network load or complete the fetch.
-        if case .cancel = inFlight.withLock({ $0.loadStarted(prepared, for: launch.id) }) { return }
+        if case .cancel = inFlight.withLock({ $0.loadStarted(prepared, for: launch.id, stage: launch.stage) }) {
+            return
+        }
         let task = Task {
             let outgoing: Outgoing
             do {
@@ -29,7 +31,7 @@ extension CachedTransport {
             }
             let inFlight = inFlight.withLock { $0.sent(outgoing, for: launch.id) }
             guard inFlight else { return }
-            send(outgoing.request, of: launch.id, interval: interval, within: prepared)
+            send(outgoing.request, of: launch.id, stage: launch.stage, interval: interval, within: prepared)
         }
         prepared.wait(for: task)
     }
@@ -44,13 +46,14 @@ extension CachedTransport {
     /// What a refused `fetch` sent, which credential that carried, and the credentials to recover with; nil
     /// when it may not reauthenticate: a refresh's own request, one that carried the app's own
     /// credential, or one already resent. Call with the in-flight lock held.
+    /// - Returns: also the fetch's stage whose load the wait for a credential is.
     nonisolated func reauthentication(of fetch: Fetch, in machine: inout FetchStateMachine) -> (
-        URLRequest, Int, any CredentialApplying
+        URLRequest, Int, any CredentialApplying, stage: Int
     )? {
         guard !fetch.bypassesPreparation, let sent = fetch.sent, let generation = sent.generation,
-            let credentials = preparation?.credentials, machine.waitsForCredential(fetch)
+            let credentials = preparation?.credentials, let stage = machine.waitsForCredential(fetch)
         else { return nil }
-        return (sent.request, generation, credentials)
+        return (sent.request, generation, credentials, stage)
     }
 
     /// Waits for a credential later than the `refused`-th (the one shared refresh, see

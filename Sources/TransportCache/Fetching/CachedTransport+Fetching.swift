@@ -101,33 +101,37 @@ extension CachedTransport {
         /// Whether it goes out through ``RequestPreparation/outgoing(_:keyedFor:)``: every
         /// request but a credential refresh's own.
         let prepares: Bool
+        /// The fetch's stage whose load this is (``Fetch/stage``).
+        let stage: Int
     }
 
     /// The launch of a fetch just started, with the request it sends (see ``outgoingRequest(for:)``).
     /// Call with the in-flight lock held.
     nonisolated func launchable(_ started: (id: Int, fetch: Fetch), in machine: inout FetchStateMachine) -> Launch {
-        let request = outgoingRequest(for: started.fetch, in: &machine)
+        let (request, stage) = outgoingRequest(for: started.fetch, in: &machine)
         return Launch(
             id: started.id, request: request, reason: started.fetch.reason,
             isConditional: started.fetch.revalidating != nil, key: started.fetch.key,
-            prepares: !started.fetch.bypassesPreparation)
+            prepares: !started.fetch.bypassesPreparation, stage: stage)
     }
 
     /// The request `fetch` sends: its starter's, made conditional on the stored entry when there
     /// is one with validators and ``Configuration/Freshness/usesConditionalRequests`` is on. Call with the
     /// in-flight lock held.
-    private nonisolated func outgoingRequest(for fetch: Fetch, in machine: inout FetchStateMachine) -> URLRequest {
+    /// - Returns: the request, and the fetch's stage whose load sends it.
+    private nonisolated func outgoingRequest(for fetch: Fetch, in machine: inout FetchStateMachine) -> (
+        URLRequest, stage: Int
+    ) {
         // A query `POST` is never conditional: `If-None-Match` on a `POST` asks something else.
         guard usesConditionalRequests, fetch.key.method != "POST",
             let entry = store.peek(fetch.key, selectedBy: fetch.request.allHTTPHeaderFields),
             entry.hasValidators
         else {
-            machine.sending(fetch, revalidating: nil)
-            return fetch.request
+            return (fetch.request, machine.sending(fetch, revalidating: nil))
         }
-        machine.sending(fetch, revalidating: entry)
+        let stage = machine.sending(fetch, revalidating: entry)
         store.record { $0.conditionalRequests += 1 }
-        return ConditionalRequest.revalidating(fetch.request, against: entry)
+        return (ConditionalRequest.revalidating(fetch.request, against: entry), stage)
     }
 
     /// Sends a fetch's request and completes the fetch with the answer, on whatever thread the
@@ -138,13 +142,13 @@ extension CachedTransport {
         if launch.prepares, let preparation, preparation.decoratesOutgoing {
             launchPrepared(launch, by: preparation, interval: interval)
         } else {
-            send(launch.request, of: launch.id, interval: interval)
+            send(launch.request, of: launch.id, stage: launch.stage, interval: interval)
         }
     }
 
     /// Sends `request` for fetch `fetchID`, whose load it becomes, or part of `prepared`.
     nonisolated func send(
-        _ request: URLRequest, of fetchID: Int, interval: TransportEvents.FetchInterval,
+        _ request: URLRequest, of fetchID: Int, stage: Int, interval: TransportEvents.FetchInterval,
         within prepared: PreparedLoad? = nil
     ) {
         let load = loader.start(request) { result in
@@ -154,7 +158,7 @@ extension CachedTransport {
             if !prepared.started(load) { load.cancel() }
             return
         }
-        let action = inFlight.withLock { $0.loadStarted(load, for: fetchID) }
+        let action = inFlight.withLock { $0.loadStarted(load, for: fetchID, stage: stage) }
         // Every caller left before the load was recorded (or it has completed: then this does nothing).
         if case .cancel = action { load.cancel() }
     }

@@ -14,13 +14,13 @@ enum CompletionAction {
     /// Nothing: every caller left before the answer.
     case none
     /// The answer is one the ``RetryPolicy`` tries again: wait `delay`, then send attempt
-    /// `attempt` of fetch `fetchID`. The wait becomes the fetch's load.
-    case retry(fetchID: Int, attempt: Int, delay: Duration)
-    /// The answer to attempt `attempt` refused the credential `request` carried, the
-    /// `generation`-th: wait for a later one (the one shared refresh), then send fetch `fetchID`
-    /// again. The wait becomes the fetch's load.
+    /// `attempt` of fetch `fetchID`. The wait becomes the load of the fetch's stage `stage`.
+    case retry(fetchID: Int, attempt: Int, stage: Int, delay: Duration)
+    /// The answer refused the credential `request` carried, the `generation`-th: wait for a later
+    /// one (the one shared refresh), then send fetch `fetchID` again. The wait becomes the load of
+    /// the fetch's stage `stage`.
     case reauthenticate(
-        fetchID: Int, attempt: Int, request: URLRequest, generation: Int, credentials: any CredentialApplying)
+        fetchID: Int, stage: Int, request: URLRequest, generation: Int, credentials: any CredentialApplying)
     /// Send the fetch again: a `304` confirmed an entry that is no longer stored.
     case resend(CachedTransport.Launch)
     /// Publish the changes the answer made, resume the callers, then launch `then` (fetches of
@@ -72,13 +72,13 @@ extension CachedTransport {
         switch action {
         case .none:
             break
-        case .retry(let fetchID, let attempt, let delay):
+        case .retry(let fetchID, let attempt, let stage, let delay):
             reporter.retrying(url, attempt: attempt, delay: delay)
-            install(waitThenRetry(fetchID, after: delay), for: fetchID, afterAttempt: attempt)
-        case .reauthenticate(let fetchID, let attempt, let request, let generation, let credentials):
+            install(waitThenRetry(fetchID, after: delay), for: fetchID, stage: stage)
+        case .reauthenticate(let fetchID, let stage, let request, let generation, let credentials):
             install(
                 reauthenticateThenResend(fetchID, refused: request, at: generation, by: credentials), for: fetchID,
-                afterAttempt: attempt)
+                stage: stage)
         case .resend(let launch):
             committer.publishQueuedChanges()
             self.launch(launch)
@@ -89,12 +89,10 @@ extension CachedTransport {
         }
     }
 
-    /// Makes `wait` the load of fetch `fetchID` (see ``FetchStateMachine/waitStarted(_:for:afterAttempt:)``),
-    /// or cancels it when every caller left meanwhile.
-    private nonisolated func install(_ wait: any NetworkLoad, for fetchID: Int, afterAttempt attempt: Int) {
-        if case .cancel = inFlight.withLock({ $0.waitStarted(wait, for: fetchID, afterAttempt: attempt) }) {
-            wait.cancel()
-        }
+    /// Makes `wait` the load of fetch `fetchID`'s stage `stage` (see
+    /// ``FetchStateMachine/loadStarted(_:for:stage:)``), or cancels it when every caller left meanwhile.
+    private nonisolated func install(_ wait: any NetworkLoad, for fetchID: Int, stage: Int) {
+        if case .cancel = inFlight.withLock({ $0.loadStarted(wait, for: fetchID, stage: stage) }) { wait.cancel() }
     }
 
     /// The completion's step: retry, or take a `304`, then store the answer and answer each caller.
@@ -105,21 +103,22 @@ extension CachedTransport {
         refused: Bool = false, in machine: inout FetchStateMachine
     ) -> CompletionAction {
         guard let fetch = machine.fetches[fetchID] else { return .none }  // Every caller left.
-        if refused, let (request, generation, credentials) = reauthentication(of: fetch, in: &machine) {
+        if refused, let (request, generation, credentials, stage) = reauthentication(of: fetch, in: &machine) {
             return .reauthenticate(
-                fetchID: fetchID, attempt: fetch.attempt, request: request, generation: generation,
-                credentials: credentials)
+                fetchID: fetchID, stage: stage, request: request, generation: generation, credentials: credentials)
         }
         if let delay = retryDelay(of: fetch, after: result) {
-            let attempt = machine.attemptFailedToRetry(fetch)
-            return .retry(fetchID: fetchID, attempt: attempt, delay: delay)
+            let (attempt, stage) = machine.attemptFailedToRetry(fetch)
+            return .retry(fetchID: fetchID, attempt: attempt, stage: stage, delay: delay)
         }
         guard let fetched = takeNotModified(result, for: fetch, in: &machine) else {
+            // The entry it asked about is gone: sent again without conditions.
             _ = machine.sendsAgain(fetchID, requestTime: planner.policy.clock.date)
+            let stage = machine.sending(fetch, revalidating: nil)
             return .resend(
                 Launch(
                     id: fetchID, request: fetch.request, reason: fetch.reason, isConditional: false, key: fetch.key,
-                    prepares: !fetch.bypassesPreparation))
+                    prepares: !fetch.bypassesPreparation, stage: stage))
         }
         guard let completed = machine.complete(fetchID, requestTime: planner.policy.clock.date) else { return .none }
         var callers = CallerAnswers(completed.waiters, of: fetch, duration: duration)
@@ -270,7 +269,7 @@ extension CachedTransport {
 
     /// The wait before fetch `fetchID`'s next attempt: it then sends the fetch's request again
     /// (conditional on what is stored then), unless every caller left meanwhile, which cancels
-    /// the wait (see ``install(_:for:)``). Call with no lock held.
+    /// the wait (see ``install(_:for:stage:)``). Call with no lock held.
     private nonisolated func waitThenRetry(_ fetchID: Int, after delay: Duration) -> any NetworkLoad {
         let clock = planner.policy.clock
         return TaskLoad(

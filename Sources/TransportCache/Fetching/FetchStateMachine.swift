@@ -77,7 +77,7 @@ struct FetchStateMachine: Sendable {
     /// key still answers its callers but no longer stores its (older) answer.
     /// - Parameter isJoinable: false for a fetch of one representation among several (see
     ///   ``restart(_:from:requestTime:)``): it neither supersedes the key's fetch nor is joined.
-    /// - Returns: the fetch and its identifier; the caller starts its load (``loadStarted(_:for:)``).
+    /// - Returns: the fetch and its identifier; the caller starts its load (``loadStarted(_:for:stage:)``).
     /// - Parameter bypassesPreparation: it is a credential refresh's own (``Fetch/bypassesPreparation``).
     mutating func start(
         key: CacheKey, request: URLRequest, reason: Plan.FetchReason, isReload: Bool, requestTime: Date,
@@ -133,18 +133,23 @@ struct FetchStateMachine: Sendable {
         case cancel
     }
 
-    /// The load of fetch `fetchID` has started.
-    mutating func loadStarted(_ load: any NetworkLoad, for fetchID: Int) -> LoadAction {
+    /// The load of fetch `fetchID` for its stage `stage` (``Fetch/stage``: a network load, or a
+    /// wait before the next one) has started; it was started after the lock was released. A load
+    /// of a stage the fetch has left has ended already (its end moved the fetch on): it is not
+    /// recorded over the current one.
+    mutating func loadStarted(_ load: any NetworkLoad, for fetchID: Int, stage: Int) -> LoadAction {
         guard let fetch = fetches[fetchID] else { return .cancel }
-        fetch.load = load
+        if fetch.stage == stage { fetch.load = load }
         return .keep
     }
 
     // MARK: - A fetch's attempts
 
     /// `fetch` is about to be sent, conditional on `entry` (``Fetch/revalidating``) when given.
-    mutating func sending(_ fetch: Fetch, revalidating entry: StoredResponse?) {
+    /// - Returns: the stage of the load that sends it.
+    mutating func sending(_ fetch: Fetch, revalidating entry: StoredResponse?) -> Int {
         fetch.revalidating = entry
+        return fetch.nextStage()
     }
 
     /// Fetch `fetchID`'s request went out as `outgoing` (``RequestPreparation/outgoing(_:keyedFor:)``).
@@ -161,22 +166,21 @@ struct FetchStateMachine: Sendable {
     }
 
     /// `fetch`'s attempt ended with an answer the ``RetryPolicy`` tries again: its next attempt
-    /// follows a wait, which becomes its load (``waitStarted(_:for:afterAttempt:)``).
-    /// - Returns: the number of the next attempt.
-    mutating func attemptFailedToRetry(_ fetch: Fetch) -> Int {
+    /// follows a wait, which becomes its load (``loadStarted(_:for:stage:)``).
+    /// - Returns: the number of the next attempt, and the stage of the wait.
+    mutating func attemptFailedToRetry(_ fetch: Fetch) -> (attempt: Int, stage: Int) {
         fetch.attempt += 1
-        fetch.load = nil
-        return fetch.attempt
+        return (fetch.attempt, fetch.nextStage())
     }
 
     /// `fetch`'s credential was refused: it waits for a later one, once (``Fetch/hasReauthenticated``),
-    /// and that wait becomes its load (``waitStarted(_:for:afterAttempt:)``).
-    /// - Returns: false when it has waited for one already: the refusal is its answer.
-    mutating func waitsForCredential(_ fetch: Fetch) -> Bool {
-        guard !fetch.hasReauthenticated else { return false }
+    /// and that wait becomes its load (``loadStarted(_:for:stage:)``).
+    /// - Returns: the stage of the wait; nil when it has waited for one already: the refusal is
+    ///   its answer.
+    mutating func waitsForCredential(_ fetch: Fetch) -> Int? {
+        guard !fetch.hasReauthenticated else { return nil }
         fetch.hasReauthenticated = true
-        fetch.load = nil
-        return true
+        return fetch.nextStage()
     }
 
     /// Fetch `fetchID` is sent again (after a wait, or without conditions after a `304` for an
@@ -186,15 +190,6 @@ struct FetchStateMachine: Sendable {
         guard let fetch = fetches[fetchID] else { return nil }
         fetch.requestTime = requestTime
         return (fetchID, fetch)
-    }
-
-    /// Fetch `fetchID`, after its attempt `attempt` ended, waits with `wait` as its load (before a
-    /// retry, or for a credential). The wait was started after the lock was released: it is
-    /// recorded only when nothing later was (its end may already have sent the next attempt).
-    mutating func waitStarted(_ wait: any NetworkLoad, for fetchID: Int, afterAttempt attempt: Int) -> LoadAction {
-        guard let fetch = fetches[fetchID] else { return .cancel }
-        if fetch.load == nil, fetch.attempt == attempt { fetch.load = wait }
-        return .keep
     }
 
     /// Fetch `fetchID` has its answer: it is removed, with its waiters.
@@ -368,6 +363,10 @@ final class Fetch: @unchecked Sendable {
     /// The origin fetch, once started, or the wait before its next attempt; cancelled when the
     /// last caller leaves.
     fileprivate(set) var load: (any NetworkLoad)?
+    /// Which of its loads is current: each send and each wait (before a retry, for a credential)
+    /// is a stage of its own, so that a load started after the lock was released is recorded only
+    /// while its stage is current.
+    fileprivate(set) var stage = 0
     /// When its current attempt was sent: the request time of HTTP's age calculation.
     fileprivate(set) var requestTime: Date
     /// What its last attempt sent, and which credential that carried; nil until one went out
@@ -403,6 +402,13 @@ final class Fetch: @unchecked Sendable {
         self.isReload = isReload
         self.requestTime = requestTime
         self.starter = starter
+    }
+
+    /// Moves to the next stage, whose load is not started yet. - Returns: that stage.
+    fileprivate func nextStage() -> Int {
+        stage += 1
+        load = nil
+        return stage
     }
 
     /// Whether `waiter` is the caller that started this fetch.

@@ -19,14 +19,15 @@ import os
 /// private (shown as a hash unless private data is enabled, as when a debugger is attached):
 /// a query may hold a token.
 ///
-/// Events of a request or a fetch are yielded where they happen, with no lock held. Events of the
-/// store (stored, not stored, evicted, invalidated) happen under the in-flight lock: they are
-/// queued there (a ``DeliveryQueue``) and yielded by ``deliverQueued()`` once it is released, so
-/// that one stream sees them in the order the transport acted and no consumer is resumed under a
-/// lock.
+/// Every event goes through one queue (a ``DeliveryQueue``) in the order the transport acted, and
+/// is yielded once no lock is held: an event of a request or a fetch at once, where it happens;
+/// an event of the store (stored, not stored, evicted, invalidated), which happens under the
+/// in-flight lock, by ``deliverQueued()`` once that lock is released. So one stream sees them in
+/// order (a hit after the store it reads, an answer after its fetch's store), and no consumer is
+/// resumed under a lock.
 final class TransportEvents: Sendable {
     private let subscribers: StreamSubscribers<CacheEvent, Void>
-    /// The store's events, waiting for the in-flight lock to be released.
+    /// The events not yet yielded, in the order they happened.
     private let queued = DeliveryQueue<CacheEvent>()
 
     #if canImport(os)
@@ -47,12 +48,12 @@ final class TransportEvents: Sendable {
         subscribers.subscribe(())
     }
 
-    /// Yields the event `make` returns to every stream, making it only when one is registered.
+    /// Yields the event `make` returns to every stream, behind the events queued before it,
+    /// making it only when one is registered. Call with no lock held.
     private func emit(_ make: () -> CacheEvent) {
-        let current = subscribers.current
-        guard !current.isEmpty else { return }
-        let event = make()
-        for subscriber in current { subscriber.continuation.yield(event) }
+        guard !subscribers.current.isEmpty else { return }
+        queued.enqueue(make())
+        deliverQueued()
     }
 
     /// Queues the event `make` returns for ``deliverQueued()``, making it only when a stream is
@@ -62,7 +63,7 @@ final class TransportEvents: Sendable {
         queued.enqueue(make())
     }
 
-    /// Yields the store's queued events to every stream. Call with no lock held.
+    /// Yields the queued events to every stream. Call with no lock held.
     func deliverQueued() {
         queued.deliverQueued { batch in
             let current = subscribers.current

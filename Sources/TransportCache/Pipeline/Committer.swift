@@ -172,24 +172,25 @@ final class Committer: Sendable {
     ///
     /// Not stored: what is not HTTP, a `206` or a `304`, a status outside the storable ones (or,
     /// following HTTP, one HTTP does not let a cache store), a `Set-Cookie`, a `no-store` the
-    /// override left, a `Vary: *`, and an entry larger than the largest the store takes (counted in
-    /// ``CacheStatistics/rejectedTooLarge``).
+    /// override left, a `Vary: *`, and an entry larger than the largest the store takes.
     func storability(
         of data: Data, response: URLResponse, key: CacheKey, request: URLRequest, requestTime: Date
     ) -> Storability {
         if let reason = reasonNotToStore(response) { return .notStorable(reason) }
         guard let entry = entry(data, response: response, key: key, request: request, requestTime: requestTime)
         else { return .notStorable(.variesOnEverything) }
-        guard entry.cost <= store.maximumEntryCost else {
-            store.record { $0.rejectedTooLarge += 1 }
-            return .notStorable(.tooLarge)
-        }
+        guard entry.cost <= store.maximumEntryCost else { return .notStorable(.tooLarge) }
         return .storable(entry)
     }
 
+    /// ``storability(of:response:key:request:requestTime:)`` of what `fetch` brought; an answer
+    /// too large to keep, which its callers still get, is counted in
+    /// ``CacheStatistics/rejectedTooLarge``.
     private func storability(of data: Data, response: URLResponse, for fetch: Fetch) -> Storability {
-        storability(
+        let verdict = storability(
             of: data, response: response, key: fetch.key, request: fetch.request, requestTime: fetch.requestTime)
+        if case .notStorable(.tooLarge) = verdict { store.record { $0.rejectedTooLarge += 1 } }
+        return verdict
     }
 
     /// Why `response` must not be stored, or nil when it may be.
@@ -257,7 +258,7 @@ final class Committer: Sendable {
 
     // MARK: - Answers the app writes
 
-    /// Stores each of `answers` (made by ``entry(_:response:key:request:requestTime:)``) as if a
+    /// Stores each of `answers` (made by ``storability(of:response:key:request:requestTime:)``) as if a
     /// fetch had brought it now, as update `update`'s provisional answers when given. A fetch of
     /// the key in flight no longer stores its (older) answer; under an update, it puts its answer
     /// under it instead (what the update rolls back to). While updates of a key are pending, an
@@ -397,7 +398,8 @@ final class Committer: Sendable {
     /// What a removal leaves to do once every lock is released.
     struct Departure {
         /// The keys removed, none of which is held any more (for ``Removing/variant(_:of:)``: the
-        /// key whose variant went).
+        /// key whose variant went). After ``Removing/everything``, only while an event stream
+        /// listens: naming every key costs a key each.
         var keys: [CacheKey] = []
         /// Their answers, to release.
         var released = Released()

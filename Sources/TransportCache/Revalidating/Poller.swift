@@ -6,7 +6,8 @@ import Foundation
 final class Poller: Sendable {
     private struct Watch {
         var watchers: Int
-        let loop: Task<Void, Never>
+        /// Nil for the moment between the first stream's registration and its loop's start.
+        var loop: Task<Void, Never>?
     }
 
     private let intervals: [EndpointSetting<Duration>]
@@ -30,18 +31,29 @@ final class Poller: Sendable {
     func watch(_ endpoint: Endpoint, poll: @escaping @Sendable (Duration) async -> Void) -> (@Sendable () -> Void)? {
         guard !intervals.isEmpty, let interval = interval(for: endpoint), interval > .zero else { return nil }
         let clock = clock
-        watches.withLock { watches in
+        let isFirst = watches.withLock { watches in
             if watches[endpoint] != nil {
                 watches[endpoint]?.watchers += 1
-                return
+                return false
             }
+            watches[endpoint] = Watch(watchers: 1, loop: nil)
+            return true
+        }
+        if isFirst {
+            // Started with no lock held, then handed to the watch; cancelled at once when the
+            // watch ended meanwhile.
             let loop = Task {
                 while true {
                     do { try await clock.sleep(for: interval) } catch { return }
                     await poll(interval)
                 }
             }
-            watches[endpoint] = Watch(watchers: 1, loop: loop)
+            let ended = watches.withLock { watches in
+                guard watches[endpoint] != nil, watches[endpoint]?.loop == nil else { return true }
+                watches[endpoint]?.loop = loop
+                return false
+            }
+            if ended { loop.cancel() }
         }
         return { [weak self] in self?.unwatch(endpoint) }
     }
@@ -66,6 +78,6 @@ final class Poller: Sendable {
     var polledEndpoints: Int { watches.withLock { $0.count } }
 
     deinit {
-        for watch in watches.withLock({ $0.values }) { watch.loop.cancel() }
+        for watch in watches.withLock({ $0.values }) { watch.loop?.cancel() }
     }
 }
