@@ -147,6 +147,72 @@ public func timedMissPair(
     return (plainTime, missTime)
 }
 
+/// One of the three fetches of ``timedMissRound(session:plain:floorSession:floor:transport:miss:order:isolation:)``.
+public enum MissRoundFetch: Sendable {
+    /// A plain URLSession fetch.
+    case plain
+    /// A URLSession fetch through ``CacheOverrideURLProtocol``, what the transport's own fetches go through.
+    case floor
+    /// A miss through the transport.
+    case miss
+
+    /// The six orders of the three, one per round in turn, so that each fetch goes before and right
+    /// after each other one equally often. The plain fetch goes before the miss in the even rounds,
+    /// as ``timedMissPair(session:plain:transport:miss:plainFirst:isolation:)`` has it.
+    public static func order(ofRound round: Int) -> [MissRoundFetch] {
+        let orders: [[MissRoundFetch]] = [
+            [.plain, .floor, .miss], [.miss, .floor, .plain], [.floor, .plain, .miss],
+            [.miss, .plain, .floor], [.plain, .miss, .floor], [.floor, .miss, .plain],
+        ]
+        return orders[((round % orders.count) + orders.count) % orders.count]
+    }
+}
+
+/// A session whose configuration has ``CacheOverrideURLProtocol`` first in its protocol classes:
+/// each fetch goes through the protocol and its inner session, the route of the transport's own
+/// fetches, with nothing of the transport around it. A miss's floor.
+public func headerOverrideSession() -> URLSession {
+    let configuration = URLSessionConfiguration.ephemeral
+    configuration.protocolClasses = [CacheOverrideURLProtocol.self] + (configuration.protocolClasses ?? [])
+    return URLSession(configuration: configuration)
+}
+
+/// A plain fetch with `session`, a fetch with `floorSession` (see ``headerOverrideSession()``) and
+/// a miss through `transport`, in `order`, each timed alone: a miss set beside both of its
+/// baselines at the same moment of a shared machine. Called as
+/// ``timedMissPair(session:plain:transport:miss:plainFirst:isolation:)`` is.
+public func timedMissRound(
+    session: URLSession,
+    plain: URLRequest,
+    floorSession: URLSession,
+    floor: URLRequest,
+    transport: CachedTransport,
+    miss: URLRequest,
+    order: [MissRoundFetch],
+    isolation: isolated (any Actor)? = #isolation
+) async throws -> (plain: Duration, floor: Duration, miss: Duration) {
+    // No nested async functions: a nonisolated one would leave the caller's isolation.
+    let clock = ContinuousClock()
+    var plainTime = Duration.zero
+    var floorTime = Duration.zero
+    var missTime = Duration.zero
+    for fetch in order {
+        let start = clock.now
+        switch fetch {
+        case .plain:
+            _ = try await session.data(for: plain)
+            plainTime = clock.now - start
+        case .floor:
+            _ = try await floorSession.data(for: floor)
+            floorTime = clock.now - start
+        case .miss:
+            _ = try await transport.data(for: miss)
+            missTime = clock.now - start
+        }
+    }
+    return (plainTime, floorTime, missTime)
+}
+
 /// A configuration whose one sending adapter adds a header that is not part of the key, as an app
 /// adding its version to every request would: it runs only on requests that go out.
 public func adapterConfiguration() -> CachedTransport.Configuration {
