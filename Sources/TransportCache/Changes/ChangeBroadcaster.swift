@@ -32,16 +32,16 @@ final class ChangeBroadcaster: Sendable {
     /// delivers this caller's changes too). Never waits for a subscriber. Call with no lock held.
     /// - Complexity: O(c × s) in the changes and subscribers.
     func deliverQueued() {
-        queue.deliverQueued { batch in
-            let current = subscribers.current
-            for change in batch {
-                for subscriber in current {
-                    if let endpoint = subscriber.filter {
-                        if let filtered = change.filtered(by: endpoint) { subscriber.continuation.yield(filtered) }
-                    } else {
-                        subscriber.continuation.yield(change)
-                    }
-                }
+        queue.deliverQueued(subscribers: { subscribers.current }, with: Self.yield)
+    }
+
+    private static func yield(_ change: CacheChange, to current: [StreamSubscribers<CacheChange, Endpoint?>.Subscriber])
+    {
+        for subscriber in current {
+            if let endpoint = subscriber.filter {
+                if let filtered = change.filtered(by: endpoint) { subscriber.continuation.yield(filtered) }
+            } else {
+                subscriber.continuation.yield(change)
             }
         }
     }

@@ -51,9 +51,13 @@ final class TransportEvents: Sendable {
     /// Yields the event `make` returns to every stream, behind the events queued before it,
     /// making it only when one is registered. Call with no lock held.
     private func emit(_ make: () -> CacheEvent) {
-        guard !subscribers.current.isEmpty else { return }
-        queued.enqueue(make())
-        deliverQueued()
+        let current = subscribers.current
+        guard !current.isEmpty else { return }
+        queued.deliver(make(), to: current, subscribers: { subscribers.current }, with: Self.yield)
+    }
+
+    private static func yield(_ event: CacheEvent, to current: [StreamSubscribers<CacheEvent, Void>.Subscriber]) {
+        for subscriber in current { subscriber.continuation.yield(event) }
     }
 
     /// Queues the event `make` returns for ``deliverQueued()``, making it only when a stream is
@@ -65,12 +69,7 @@ final class TransportEvents: Sendable {
 
     /// Yields the queued events to every stream. Call with no lock held.
     func deliverQueued() {
-        queued.deliverQueued { batch in
-            let current = subscribers.current
-            for event in batch {
-                for subscriber in current { subscriber.continuation.yield(event) }
-            }
-        }
+        queued.deliverQueued(subscribers: { subscribers.current }, with: Self.yield)
     }
 
     // MARK: - Requests
