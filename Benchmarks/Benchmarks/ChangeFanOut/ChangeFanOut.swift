@@ -50,6 +50,8 @@ let benchmarks: @Sendable () -> Void = {
         let countdown = Countdown(subscriberCount)
         let subscribed = Countdown(subscriberCount)
         let request = URLRequest(url: URL(string: "https://api.example.com/items/1")!)
+        // Stored before anyone listens: an invalidation announces what it removes.
+        try transport.store(ProvisionalAnswer(for: request, data: Data("items".utf8)))
         let listeners = (0..<subscriberCount).map { _ in
             Task.detached {
                 var changes = transport.changes().makeAsyncIterator()
