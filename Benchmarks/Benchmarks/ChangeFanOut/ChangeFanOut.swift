@@ -51,7 +51,9 @@ let benchmarks: @Sendable () -> Void = {
         let subscribed = Countdown(subscriberCount)
         let request = URLRequest(url: URL(string: "https://api.example.com/items/1")!)
         // Stored before anyone listens: an invalidation announces what it removes.
-        try transport.store(ProvisionalAnswer(for: request, data: Data("items".utf8)))
+        guard (try? transport.store(ProvisionalAnswer(for: request, data: Data("items".utf8)))) != nil else {
+            fatalError("the entry to invalidate could not be stored")
+        }
         let listeners = (0..<subscriberCount).map { _ in
             Task.detached {
                 var changes = transport.changes().makeAsyncIterator()
