@@ -39,7 +39,7 @@ struct SessionDelegateTests {
     let url = URL(string: "https://api.example.com/private")!
 
     func loader(of transport: CachedTransport) async throws -> URLSessionLoader {
-        try #require(await transport.loader as? URLSessionLoader)
+        try #require(transport.queue.loader as? URLSessionLoader)
     }
 
     func configuration(overrideOn: Bool) -> CachedTransport.Configuration {

@@ -31,7 +31,9 @@ extension CachedTransport {
             }
             let inFlight = inFlight.withLock { $0.sent(outgoing, for: launch.id) }
             guard inFlight else { return }
-            send(outgoing.request, of: launch.id, stage: launch.stage, interval: interval, within: prepared)
+            send(
+                outgoing.request, of: launch.id, stage: launch.stage, priority: launch.priority, interval: interval,
+                within: prepared)
         }
         prepared.wait(for: task)
     }
@@ -86,14 +88,14 @@ extension CachedTransport {
     /// made for only, and once more, with a later credential of that account, when its credential
     /// was refused: the refusal path fetches take, for a request the cache does not handle.
     nonisolated(nonsending) func sendAuthenticated(_ plan: SendPlan) async throws -> (Data, URLResponse) {
-        guard let preparation, preparation.decoratesOutgoing else { return try await loader.load(plan.request) }
+        guard let preparation, preparation.decoratesOutgoing else { return try await queue.load(plan.request) }
         let outgoing = try await preparation.outgoing(plan.request, keyedFor: .keyed(plan.account))
-        let answer = try await loader.load(outgoing.request)
+        let answer = try await queue.load(outgoing.request)
         guard let credentials = preparation.credentials, let generation = outgoing.generation,
             credentials.isRefusal(answer.1, to: outgoing.request)
         else { return answer }
         try await credentials.recover(fromRefusalOf: outgoing.request, at: generation, clock: planner.policy.clock)
-        return try await loader.load(
+        return try await queue.load(
             try await preparation.outgoing(plan.request, keyedFor: .keyed(plan.account)).request)
     }
 }
@@ -105,6 +107,8 @@ final class PreparedLoad: NetworkLoad {
         var task: Task<Void, Never>?
         var load: (any NetworkLoad)?
         var isCancelled = false
+        /// The fetch's priority, when it moved before the network load started.
+        var priority: FetchPriority?
     }
 
     private let state = Locked(State())
@@ -120,11 +124,21 @@ final class PreparedLoad: NetworkLoad {
 
     /// The network load has started. - Returns: false when the load was cancelled first.
     func started(_ load: any NetworkLoad) -> Bool {
-        state.withLock { state in
-            guard !state.isCancelled else { return false }
+        let (started, priority) = state.withLock { state -> (Bool, FetchPriority?) in
+            guard !state.isCancelled else { return (false, nil) }
             state.load = load
-            return true
+            return (true, state.priority)
         }
+        if let priority { load.prioritize(priority) }
+        return started
+    }
+
+    func prioritize(_ priority: FetchPriority) {
+        let load = state.withLock { state in
+            state.priority = priority
+            return state.load
+        }
+        load?.prioritize(priority)
     }
 
     func cancel() {

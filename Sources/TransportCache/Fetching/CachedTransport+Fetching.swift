@@ -11,7 +11,7 @@ extension CachedTransport {
     /// task, as URLSession's own `data(for:)` leaves the caller's actor, and the answer still
     /// resumes the caller on its actor with no hop between.
     nonisolated(nonsending) func fetch(_ plan: FetchPlan) async throws -> (Data, URLResponse) {
-        let waiter = Waiter(request: plan.request, reason: plan.reason)
+        let waiter = Waiter(request: plan.request, reason: plan.reason, priority: .current)
         // Read into a constant first: `#isolation != nil` as one expression crashes Swift 6.3.1's
         // debug code generation here.
         let callerIsolation = #isolation
@@ -58,6 +58,19 @@ extension CachedTransport {
         }
     }
 
+    /// Starts `plan` for a prefetch's `waiter`, which answers its ``Prefetch`` rather than a
+    /// suspended caller: it joins a fetch in flight, finds the answer stored meanwhile, or starts a
+    /// fetch, launched from here so that prefetches reach their host's queue in the order made.
+    nonisolated func arrive(_ plan: FetchPlan, waiter: Waiter) {
+        let arrival = inFlight.withLock { arrive(plan, waiter: waiter, in: &$0) }
+        switch arrival {
+        case .joined(let watchers): for watcher in watchers { watcher.resume() }
+        case .answered: waiter.prefetch?.end(.alreadyStored)
+        case .cancelled: waiter.prefetch?.end(.cancelled)
+        case .launch(let launch): self.launch(launch)
+        }
+    }
+
     /// What became of a plan arriving at the fetches in flight.
     private enum Arrival {
         /// It joined a fetch in flight (or, for a plan with no caller, found one); the tests
@@ -77,7 +90,9 @@ extension CachedTransport {
     private nonisolated func arrive(_ plan: FetchPlan, waiter: Waiter?, in machine: inout FetchStateMachine) -> Arrival
     {
         if let watchers = machine.join(waiter, key: plan.key, sharing: plan.sharing) { return .joined(watchers) }
-        if plan.mayTakeStoredAnswer, let stored = planner.storedAnswer(for: plan) { return .answered(stored) }
+        if plan.mayTakeStoredAnswer, let stored = planner.storedAnswer(for: plan, reads: waiter?.reads ?? true) {
+            return .answered(stored)
+        }
         store.record {
             $0.networkFetches += 1
             if waiter == nil { $0.backgroundRevalidations += 1 }
@@ -103,6 +118,8 @@ extension CachedTransport {
         let prepares: Bool
         /// The fetch's stage whose load this is (``Fetch/stage``).
         let stage: Int
+        /// The fetch's priority when it was made: the queue's order (``FetchQueue``).
+        let priority: FetchPriority
     }
 
     /// The launch of a fetch just started, with the request it sends (see ``outgoingRequest(for:)``).
@@ -112,7 +129,7 @@ extension CachedTransport {
         return Launch(
             id: started.id, request: request, reason: started.fetch.reason,
             isConditional: started.fetch.revalidating != nil, key: started.fetch.key,
-            prepares: !started.fetch.bypassesPreparation, stage: stage)
+            prepares: !started.fetch.bypassesPreparation, stage: stage, priority: started.fetch.priority)
     }
 
     /// The request `fetch` sends: its starter's, made conditional on the stored entry when there
@@ -142,23 +159,24 @@ extension CachedTransport {
         if launch.prepares, let preparation, preparation.decoratesOutgoing {
             launchPrepared(launch, by: preparation, interval: interval)
         } else {
-            send(launch.request, of: launch.id, stage: launch.stage, interval: interval)
+            send(launch.request, of: launch.id, stage: launch.stage, priority: launch.priority, interval: interval)
         }
     }
 
-    /// Sends `request` for fetch `fetchID`, whose load it becomes, or part of `prepared`.
+    /// Sends `request` for fetch `fetchID` at `priority` through the ``FetchQueue``; the queued
+    /// load becomes the fetch's load, or part of `prepared`.
     nonisolated func send(
-        _ request: URLRequest, of fetchID: Int, stage: Int, interval: TransportEvents.FetchInterval,
-        within prepared: PreparedLoad? = nil
+        _ request: URLRequest, of fetchID: Int, stage: Int, priority: FetchPriority,
+        interval: TransportEvents.FetchInterval, within prepared: PreparedLoad? = nil
     ) {
-        let load = loader.start(request) { result in
+        let load = queue.start(request, priority: priority) { result in
             self.complete(fetchID, with: result, interval: interval, refused: self.refuses(result, to: request))
         }
         if let prepared {
             if !prepared.started(load) { load.cancel() }
             return
         }
-        let action = inFlight.withLock { $0.loadStarted(load, for: fetchID, stage: stage) }
+        let action = inFlight.withLock { $0.loadStarted(load, for: fetchID, stage: stage, at: priority) }
         // Every caller left before the load was recorded (or it has completed: then this does nothing).
         if case .cancel = action { load.cancel() }
     }
@@ -175,7 +193,7 @@ extension CachedTransport {
     }
 
     /// Releases a cancelled caller at once; cancels the fetch when it was the last one waiting.
-    private nonisolated func cancelWaiter(_ waiter: Waiter) {
+    nonisolated func cancelWaiter(_ waiter: Waiter) {
         var next: Launch?
         let action = inFlight.withLock { machine in
             let action = machine.leave(waiter, requestTime: planner.policy.clock.date)

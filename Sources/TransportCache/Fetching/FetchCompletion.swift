@@ -118,7 +118,7 @@ extension CachedTransport {
             return .resend(
                 Launch(
                     id: fetchID, request: fetch.request, reason: fetch.reason, isConditional: false, key: fetch.key,
-                    prepares: !fetch.bypassesPreparation, stage: stage))
+                    prepares: !fetch.bypassesPreparation, stage: stage, priority: fetch.priority))
         }
         guard let completed = machine.complete(fetchID, requestTime: planner.policy.clock.date) else { return .none }
         var callers = CallerAnswers(completed.waiters, of: fetch, duration: duration)

@@ -137,10 +137,26 @@ struct FetchStateMachine: Sendable {
     /// wait before the next one) has started; it was started after the lock was released. A load
     /// of a stage the fetch has left has ended already (its end moved the fetch on): it is not
     /// recorded over the current one.
-    mutating func loadStarted(_ load: any NetworkLoad, for fetchID: Int, stage: Int) -> LoadAction {
+    /// - Parameter priority: the fetch's priority when the load started: the load is told when
+    ///   it moved since.
+    mutating func loadStarted(
+        _ load: any NetworkLoad, for fetchID: Int, stage: Int, at priority: FetchPriority? = nil
+    ) -> LoadAction {
         guard let fetch = fetches[fetchID] else { return .cancel }
-        if fetch.stage == stage { fetch.load = load }
+        if fetch.stage == stage {
+            fetch.load = load
+            if let priority, fetch.priority != priority { load.prioritize(fetch.priority) }
+        }
         return .keep
+    }
+
+    /// `waiter`'s caller now asks for `priority` (a ``Prefetch`` whose priority the app set): its
+    /// fetch's priority follows.
+    /// - Returns: false when it waits on no fetch (answered, or left).
+    mutating func reprioritize(_ waiter: Waiter, to priority: FetchPriority) -> Bool {
+        guard let fetchID = waiter.fetchID, let fetch = fetches[fetchID] else { return false }
+        fetch.reprioritize(waiter, to: priority)
+        return true
     }
 
     // MARK: - A fetch's attempts
@@ -379,6 +395,19 @@ final class Fetch: @unchecked Sendable {
     fileprivate(set) var hasReauthenticated = false
     /// Its attempts so far, from 1 (see ``RetryPolicy``).
     fileprivate(set) var attempt = 1
+    /// Its waiters' priorities, counted by priority.
+    private var priorities = PriorityTally()
+    /// How many of its waiters read its answer (screens' callers, not prefetches).
+    private(set) var readers = 0
+    /// Whether a caller that reads the answer waited for it when it ended (see ``readers``).
+    private var wasRead = false
+    /// Whether a screen's caller waits for its answer, or did when it ended: otherwise it was
+    /// fetched for prefetches only (or in the background), and is stored as not read yet.
+    var hasReader: Bool { readers > 0 || wasRead }
+
+    /// How soon it should go: the highest priority of its waiters; ``FetchPriority/low`` with
+    /// none (a background revalidation).
+    var priority: FetchPriority { priorities.highest ?? .low }
 
     /// Waiters in the order they joined, with a hole where one left. Callers are resumed in that
     /// order: the Swift runtime removes a finished child from its task group by walking a list,
@@ -417,18 +446,42 @@ final class Fetch: @unchecked Sendable {
     }
 
     func add(_ waiter: Waiter) {
+        let before = priority
         waiter.position = ordered.count
         ordered.append(waiter)
         attached += 1
+        priorities.add(waiter.priority)
+        if waiter.reads { readers += 1 }
+        passOnPriority(from: before)
     }
 
     /// Detaches `waiter`. - Returns: whether it was attached here. - Complexity: O(1).
     func remove(_ waiter: Waiter) -> Bool {
         let position = waiter.position
         guard position < ordered.count, ordered[position] === waiter else { return false }
+        let before = priority
         ordered[position] = nil
         attached -= 1
+        priorities.remove(waiter.priority)
+        if waiter.reads { readers -= 1 }
+        passOnPriority(from: before)
         return true
+    }
+
+    /// `waiter`, attached here, now asks for `priority`.
+    fileprivate func reprioritize(_ waiter: Waiter, to priority: FetchPriority) {
+        let before = self.priority
+        priorities.remove(waiter.priority)
+        waiter.priority = priority
+        priorities.add(priority)
+        passOnPriority(from: before)
+    }
+
+    /// Tells its load (waiting in the ``FetchQueue`` or running) when its priority moved from
+    /// `before`. The queue's lock is a leaf: this starts, cancels and resumes nothing.
+    private func passOnPriority(from before: FetchPriority) {
+        let now = priority
+        if now != before { load?.prioritize(now) }
     }
 
     var hasWaiters: Bool { attached > 0 }
@@ -439,7 +492,39 @@ final class Fetch: @unchecked Sendable {
         defer {
             ordered = []
             attached = 0
+            priorities = PriorityTally()
+            readers = 0
         }
+        wasRead = readers > 0
         return ordered
+    }
+}
+
+/// How many waiters of a fetch ask for each priority: its priority is the highest counted, found
+/// in constant time as waiters join and leave.
+struct PriorityTally {
+    private var counts = (0, 0, 0, 0, 0)
+
+    var highest: FetchPriority? {
+        if counts.4 > 0 { return .veryHigh }
+        if counts.3 > 0 { return .high }
+        if counts.2 > 0 { return .normal }
+        if counts.1 > 0 { return .low }
+        if counts.0 > 0 { return .veryLow }
+        return nil
+    }
+
+    mutating func add(_ priority: FetchPriority) { change(priority, by: 1) }
+
+    mutating func remove(_ priority: FetchPriority) { change(priority, by: -1) }
+
+    private mutating func change(_ priority: FetchPriority, by amount: Int) {
+        switch priority {
+        case .veryLow: counts.0 += amount
+        case .low: counts.1 += amount
+        case .normal: counts.2 += amount
+        case .high: counts.3 += amount
+        case .veryHigh: counts.4 += amount
+        }
     }
 }

@@ -31,6 +31,15 @@ package protocol NetworkLoading: Sendable {
 package protocol NetworkLoad: Sendable {
     /// Cancels the load if it has not completed. Safe to call from any thread, at any time.
     func cancel()
+
+    /// Tells the load its fetch's priority changed. The default does nothing: a load of a
+    /// URLSession task passes it on as the task's `priority`, a hint Apple platforms use and
+    /// swift-corelibs-foundation keeps without using.
+    func prioritize(_ priority: FetchPriority)
+}
+
+extension NetworkLoad {
+    package func prioritize(_ priority: FetchPriority) {}
 }
 
 extension NetworkLoading {

@@ -212,6 +212,14 @@ private final class TaskHandle: NetworkLoad {
         return start
     }
 
+    func prioritize(_ priority: FetchPriority) {
+        let task: URLSessionDataTask? = state.withLock { state in
+            if case .running(let task) = state { return task }
+            return nil
+        }
+        task?.priority = priority.taskPriority
+    }
+
     func cancel() {
         let task: URLSessionDataTask? = state.withLock { state in
             defer { state = .cancelled }
@@ -221,5 +229,18 @@ private final class TaskHandle: NetworkLoad {
         // The caller may be an actor's executor or a protocol callback, where `cancel()` must not
         // run; the session's delegate queue is safe, and keeps it from racing the completion.
         task?.cancel(onDelegateQueueOf: session)
+    }
+}
+
+extension FetchPriority {
+    /// The `URLSessionTask.priority` of a task loading at this priority.
+    var taskPriority: Float {
+        switch self {
+        case .veryLow: 0.1
+        case .low: URLSessionTask.lowPriority
+        case .normal: URLSessionTask.defaultPriority
+        case .high: URLSessionTask.highPriority
+        case .veryHigh: 1
+        }
     }
 }

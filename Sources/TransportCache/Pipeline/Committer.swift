@@ -98,7 +98,7 @@ final class Committer: Sendable {
         case .olderThanBase:
             return .notStored(.supersededInFlight)
         }
-        switch store.write(entry, for: fetch.key) {
+        switch store.write(entry, for: fetch.key, unread: !fetch.hasReader) {
         case .stored(let changedBytes, let evicted):
             store.record { $0.stores += 1 }
             if changedBytes, let url = URL(string: fetch.key.url) { broadcaster.enqueue(.updated(url)) }
@@ -150,7 +150,7 @@ final class Committer: Sendable {
             let removed = !remove(.variant(validated, of: fetch.key), in: &machine).keys.isEmpty
             return removed ? answer(.notStored(reason)) : nil
         }
-        switch store.write(updated, for: fetch.key, replacing: validated) {
+        switch store.write(updated, for: fetch.key, replacing: validated, unread: !fetch.hasReader) {
         case .stored(_, let evicted):
             store.record { $0.notModified += 1 }
             reporter.evicted(evicted)

@@ -37,11 +37,16 @@ final class RequestPlanner: Sendable {
     }
 
     /// The plan for `request`, a request ``RequestPreparation/keyed(_:)`` made, of `account`;
-    /// `refreshing` for ``CachedTransport/refresh(_:)``.
+    /// `refreshing` for ``CachedTransport/refresh(_:)``; `prefetching` for
+    /// ``CachedTransport/prefetch(_:priority:)``, which is not counted as a request, reads nothing
+    /// (an entry it finds keeps its place and stays unread), and is answered from memory only by
+    /// a fresh entry.
     /// - Throws: `URLError(.badURL)` for a request without a URL.
-    func plan(_ request: URLRequest, account: AccountIdentity? = nil, refreshing: Bool = false) throws -> Plan {
+    func plan(
+        _ request: URLRequest, account: AccountIdentity? = nil, refreshing: Bool = false, prefetching: Bool = false
+    ) throws -> Plan {
         guard let url = request.url else {
-            store.record { $0.requests += 1 }
+            if !prefetching { store.record { $0.requests += 1 } }
             throw URLError(.badURL).carrying(CacheOutcome(source: .passedThrough(.notHTTP)))
         }
         let method = request.httpMethod ?? "GET"
@@ -59,7 +64,7 @@ final class RequestPlanner: Sendable {
         }
         let directives = RequestDirectives(fields)
         if let bypass = directives.bypass {
-            if bypass == .requestConditions, !refreshing,
+            if bypass == .requestConditions, !refreshing, !prefetching,
                 let answer = conditionalAnswer(request, method: method, key: key, directives: directives)
             {
                 return answer
@@ -69,7 +74,7 @@ final class RequestPlanner: Sendable {
 
         let (acceptance, reloadReason) = reading(request.cachePolicy, directives, refreshing: refreshing)
         if let reloadReason {
-            store.record { $0.requests += 1 }
+            if !prefetching { store.record { $0.requests += 1 } }
             return .fetch(
                 FetchPlan(
                     request: request, key: key, fields: fields, reason: reloadReason, acceptance: acceptance,
@@ -79,8 +84,8 @@ final class RequestPlanner: Sendable {
         var missReason = Plan.FetchReason.noEntry
         var isObserved = false
         if let answer = memoryAnswer(
-            key: key, fields: fields, acceptance: acceptance, isPlanning: true, missReason: &missReason,
-            isObserved: &isObserved)
+            key: key, fields: fields, acceptance: acceptance, isPlanning: !prefetching, touches: !prefetching,
+            missReason: &missReason, isObserved: &isObserved)
         {
             return .memory(answer)
         }
@@ -203,11 +208,12 @@ final class RequestPlanner: Sendable {
 
     /// The stored answer `plan` may take now instead of fetching: a fetch of its key may have
     /// completed between its plan and its joining. Only a fresh (or accepted) entry answers here.
-    func storedAnswer(for plan: FetchPlan) -> MemoryAnswer? {
+    /// - Parameter reads: false for a prefetch: the entry keeps its place and stays unread.
+    func storedAnswer(for plan: FetchPlan, reads: Bool = true) -> MemoryAnswer? {
         var missReason = Plan.FetchReason.noEntry
         var isObserved = false
         return memoryAnswer(
-            key: plan.key, fields: plan.fields, acceptance: plan.acceptance, isPlanning: false,
+            key: plan.key, fields: plan.fields, acceptance: plan.acceptance, isPlanning: false, touches: reads,
             missReason: &missReason, isObserved: &isObserved)
     }
 
@@ -259,16 +265,18 @@ final class RequestPlanner: Sendable {
     /// The entry of `key` that a request with `fields` may be answered with, judged by the policy
     /// in the store's lookup. When `isPlanning`, the lookup counts the request, and a stale-window
     /// entry answers; otherwise (a recheck before a fetch starts) only a fresh or accepted one does.
-    /// Without an answer, `missReason` says why the request must be fetched.
+    /// Without an answer, `missReason` says why the request must be fetched. Unless `touches`, the
+    /// entry found keeps its place and is not counted as read (a prefetch's look).
     private func memoryAnswer(
         key: CacheKey,
         fields: [String: String]?,
         acceptance: FreshnessPolicy.Acceptance,
         isPlanning: Bool,
+        touches: Bool = true,
         missReason: inout Plan.FetchReason,
         isObserved: inout Bool
     ) -> MemoryAnswer? {
-        let found = store.lookup(key, selectedBy: fields, isObserved: &isObserved) {
+        let found = store.lookup(key, selectedBy: fields, isObserved: &isObserved, touches: touches) {
             found, statistics -> (reason: Plan.MemoryReason, response: URLResponse)? in
             if isPlanning { statistics.requests += 1 }
             let entry: StoredResponse
@@ -294,6 +302,7 @@ final class RequestPlanner: Sendable {
                 missReason = .expired
                 return nil
             }
+            guard touches else { return (reason, entry.response) }
             statistics.memoryHits += 1
             entry.hits += 1
             return (reason, response(for: reason, from: entry, statistics: &statistics))

@@ -1,8 +1,11 @@
-/// A dictionary with a byte budget that evicts the least recently used values first.
+/// A dictionary with a byte budget that evicts the least recently used values first, and values
+/// on probation before any other.
 ///
-/// Values live in a flat array of slots chained into a recency list by index, so a hit moves an
+/// Values live in a flat array of slots chained into two recency lists by index, so a hit moves an
 /// entry to the front with a few integer writes and no allocation or reference counting of nodes.
-/// Not thread-safe: ``ResponseStore`` guards it with a lock.
+/// A value stored on probation (a prefetched answer no screen has read) sits in the second list:
+/// room is made from that list first, and a use moves the value to the front of the first. Not
+/// thread-safe: ``ResponseStore`` guards it with a lock.
 struct LeastRecentlyUsed<Key: Hashable, Value> {
     fileprivate struct Slot {
         var key: Key?
@@ -12,6 +15,14 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         var newer: Int
         /// When the value was last made the most recently used: a larger stamp is more recent.
         var lastUse: UInt64
+        /// Whether it is on probation: stored, never used.
+        var onProbation = false
+    }
+
+    /// The two ends of one recency list.
+    fileprivate struct Ends {
+        var newest = -1
+        var oldest = -1
     }
 
     /// A key and its value, taken out.
@@ -20,8 +31,15 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
     private var index: [Key: Int] = [:]
     private var slots: [Slot] = []
     private var freeSlots: [Int] = []
-    private var newest = -1
-    private var oldest = -1
+    /// The values used, or stored not on probation.
+    private var used = Ends()
+    /// The values on probation.
+    private var probation = Ends()
+    /// The most the values on probation may cost together when making room for one of them
+    /// evicts used values.
+    private(set) var probationLimit: Int
+    /// The sum of the costs of the values on probation.
+    private(set) var probationCost = 0
     /// The stamp of the latest use.
     private var uses: UInt64 = 0
 
@@ -30,8 +48,16 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
     /// The sum of the costs of the values held; never above ``capacity`` after a mutation.
     private(set) var totalCost = 0
 
-    init(capacity: Int) {
+    /// - Parameter probationLimit: see ``probationLimit``; the capacity when not given.
+    init(capacity: Int, probationLimit: Int? = nil) {
         self.capacity = max(0, capacity)
+        self.probationLimit = min(self.capacity, max(0, probationLimit ?? capacity))
+    }
+
+    /// Whether `key`'s value is on probation.
+    func isOnProbation(_ key: Key) -> Bool {
+        guard let position = index[key] else { return false }
+        return slots[position].onProbation
     }
 
     var count: Int { index.count }
@@ -67,7 +93,7 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         slots[position].cost += amount
         totalCost += amount
         moveToFront(position)
-        return evictToBudget()
+        return evictToBudget(keeping: position)
     }
 
     /// Charges `key`'s value `amount` less, without changing its recency.
@@ -77,18 +103,20 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         let reduction = min(max(0, amount), slots[position].cost)
         slots[position].cost -= reduction
         totalCost -= reduction
+        if slots[position].onProbation { probationCost -= reduction }
     }
 
-    /// Removes least recently used values until the total cost is at most `limit`, or `count`
-    /// of them are removed.
-    /// - Returns: the removed values, least recently used first.
+    /// Removes least recently used values (those on probation first) until the total cost is at
+    /// most `limit`, or `count` of them are removed.
+    /// - Returns: the removed values, in the order removed.
     /// - Complexity: O(1) per removed value.
     mutating func removeLeastRecentlyUsed(untilTotalCostIsAtMost limit: Int, atMost count: Int = .max) -> [Removed] {
         removeLeastRecentlyUsed(atMost: count) { totalCost in totalCost > max(0, limit) }
     }
 
-    /// Removes the `count` least recently used values, or every value when it holds fewer.
-    /// - Returns: the removed values, least recently used first.
+    /// Removes the `count` least recently used values (those on probation first), or every value
+    /// when it holds fewer.
+    /// - Returns: the removed values, in the order removed.
     /// - Complexity: O(1) per removed value.
     mutating func removeLeastRecentlyUsed(atMost count: Int) -> [Removed] {
         removeLeastRecentlyUsed(atMost: count) { _ in true }
@@ -98,16 +126,21 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         -> [Removed]
     {
         var removed: [Removed] = []
-        while more(totalCost), oldest >= 0, removed.count < count {
-            let position = oldest
-            if let key = slots[position].key {
-                index.removeValue(forKey: key)
-                if let value = release(position) { removed.append((key, value)) }
-            } else {
-                release(position)
-            }
+        while more(totalCost), removed.count < count {
+            let position = probation.oldest >= 0 ? probation.oldest : used.oldest
+            guard position >= 0 else { break }
+            evict(position, into: &removed)
         }
         return removed
+    }
+
+    private mutating func evict(_ position: Int, into removed: inout [Removed]) {
+        if let key = slots[position].key {
+            index.removeValue(forKey: key)
+            if let value = release(position) { removed.append((key, value)) }
+        } else {
+            release(position)
+        }
     }
 
     /// The number of slots, held or free: ``forEachEntry(inSlots:_:)`` visits them by position.
@@ -129,44 +162,57 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
     /// - Returns: what it held.
     /// - Complexity: O(1).
     mutating func removeAll() -> LeastRecentlyUsed {
-        var emptied = LeastRecentlyUsed(capacity: capacity)
+        var emptied = LeastRecentlyUsed(capacity: capacity, probationLimit: probationLimit)
         emptied.uses = uses
         swap(&self, &emptied)
         return emptied
     }
 
-    /// Calls `body` with each key and value, from the most to the least recently used.
+    /// Calls `body` with each key and value, from the most to the least recently used, those on
+    /// probation last: the reverse of the order they are evicted in.
     /// - Complexity: O(n).
     func forEachEntry(_ body: (Key, Value) throws -> Void) rethrows {
-        var position = newest
-        while position >= 0 {
-            if let key = slots[position].key, let value = slots[position].value { try body(key, value) }
-            position = slots[position].older
+        for start in [used.newest, probation.newest] {
+            var position = start
+            while position >= 0 {
+                if let key = slots[position].key, let value = slots[position].value { try body(key, value) }
+                position = slots[position].older
+            }
         }
     }
 
     /// Appends the keys of the `count` most recently used values to `keys`, most recently used
-    /// first. Reserve room in `keys` beforehand to keep allocation out of the caller's lock.
+    /// first, those on probation last. Reserve room in `keys` beforehand to keep allocation out of
+    /// the caller's lock.
     /// - Complexity: O(count).
     func appendKeys(mostRecentlyUsedFirst count: Int, to keys: inout [Key]) {
         let end = keys.count + count
-        var position = newest
-        while position >= 0, keys.count < end {
-            if let key = slots[position].key { keys.append(key) }
-            position = slots[position].older
+        for start in [used.newest, probation.newest] {
+            var position = start
+            while position >= 0, keys.count < end {
+                if let key = slots[position].key { keys.append(key) }
+                position = slots[position].older
+            }
         }
     }
 
-    /// Stores `value`, replacing any value for `key`, then evicts least recently used values until
-    /// the budget holds. A value whose cost alone exceeds the budget is not stored.
+    /// Stores `value`, replacing any value for `key`, then evicts values until the budget holds:
+    /// those on probation first, oldest first, then the least recently used. A value whose cost
+    /// alone exceeds the budget is not stored.
+    /// - Parameter onProbation: stores it on probation (see the type's description). Making room
+    ///   for it evicts used values only while the values on probation cost at most
+    ///   ``probationLimit``; beyond, older values on probation go instead. It is never evicted to
+    ///   make room for itself.
     /// - Returns: the replaced value, and the other values evicted.
     /// - Complexity: amortised O(1) plus O(1) per evicted value.
     @discardableResult
-    mutating func setValue(_ value: Value, forKey key: Key, cost: Int) -> (replaced: Value?, evicted: [Removed]) {
+    mutating func setValue(_ value: Value, forKey key: Key, cost: Int, onProbation: Bool = false) -> (
+        replaced: Value?, evicted: [Removed]
+    ) {
         let replaced = removeValue(forKey: key)
-        guard cost <= capacity else { return (replaced, []) }
+        guard cost <= capacity, !onProbation || cost <= probationLimit else { return (replaced, []) }
         let position: Int
-        let slot = Slot(key: key, value: value, cost: cost, older: -1, newer: -1, lastUse: 0)
+        let slot = Slot(key: key, value: value, cost: cost, older: -1, newer: -1, lastUse: 0, onProbation: onProbation)
         if let free = freeSlots.popLast() {
             position = free
             slots[position] = slot
@@ -176,8 +222,9 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         }
         index[key] = position
         totalCost += cost
+        if onProbation { probationCost += cost }
         linkAtFront(position)
-        return (replaced, evictToBudget())
+        return (replaced, evictToBudget(keeping: position))
     }
 
     /// Removes the value for `key`.
@@ -188,8 +235,22 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         return release(position)
     }
 
-    private mutating func evictToBudget() -> [Removed] {
-        removeLeastRecentlyUsed(untilTotalCostIsAtMost: capacity)
+    /// Evicts until the budget holds, never the value at `kept` (the one just stored or charged).
+    private mutating func evictToBudget(keeping kept: Int) -> [Removed] {
+        var removed: [Removed] = []
+        if slots[kept].onProbation {
+            while probationCost > probationLimit, probation.oldest >= 0, probation.oldest != kept {
+                evict(probation.oldest, into: &removed)
+            }
+        }
+        while totalCost > capacity {
+            let position =
+                probation.oldest >= 0 && probation.oldest != kept
+                ? probation.oldest : used.oldest != kept ? used.oldest : -1
+            guard position >= 0 else { break }
+            evict(position, into: &removed)
+        }
+        return removed
     }
 
     @discardableResult
@@ -197,32 +258,54 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         unlink(position)
         let value = slots[position].value
         totalCost -= slots[position].cost
+        if slots[position].onProbation { probationCost -= slots[position].cost }
         slots[position] = Slot(key: nil, value: nil, cost: 0, older: -1, newer: -1, lastUse: 0)
         freeSlots.append(position)
         return value
     }
 
+    /// Makes the value at `position` the most recently used; one on probation leaves it.
     private mutating func moveToFront(_ position: Int) {
-        guard position != newest else { return }
+        guard position != used.newest else { return }
         unlink(position)
+        if slots[position].onProbation {
+            slots[position].onProbation = false
+            probationCost -= slots[position].cost
+        }
         linkAtFront(position)
     }
 
     private mutating func linkAtFront(_ position: Int) {
         uses &+= 1
         slots[position].lastUse = uses
-        slots[position].older = newest
+        if slots[position].onProbation {
+            Self.link(position, atFrontOf: &probation, in: &slots)
+        } else {
+            Self.link(position, atFrontOf: &used, in: &slots)
+        }
+    }
+
+    private static func link(_ position: Int, atFrontOf ends: inout Ends, in slots: inout [Slot]) {
+        slots[position].older = ends.newest
         slots[position].newer = -1
-        if newest >= 0 { slots[newest].newer = position }
-        newest = position
-        if oldest < 0 { oldest = position }
+        if ends.newest >= 0 { slots[ends.newest].newer = position }
+        ends.newest = position
+        if ends.oldest < 0 { ends.oldest = position }
     }
 
     private mutating func unlink(_ position: Int) {
+        if slots[position].onProbation {
+            Self.unlink(position, from: &probation, in: &slots)
+        } else {
+            Self.unlink(position, from: &used, in: &slots)
+        }
+    }
+
+    private static func unlink(_ position: Int, from ends: inout Ends, in slots: inout [Slot]) {
         let older = slots[position].older
         let newer = slots[position].newer
-        if older >= 0 { slots[older].newer = newer } else if oldest == position { oldest = newer }
-        if newer >= 0 { slots[newer].older = older } else if newest == position { newest = older }
+        if older >= 0 { slots[older].newer = newer } else if ends.oldest == position { ends.oldest = newer }
+        if newer >= 0 { slots[newer].older = older } else if ends.newest == position { ends.newest = older }
         slots[position].older = -1
         slots[position].newer = -1
     }

@@ -49,10 +49,13 @@ final class ResponseStore: Sendable {
     /// How many variants one key keeps, at least one.
     let maximumVariants: Int
 
-    init(memoryCapacity: Int, maximumEntryShare: Double, maximumVariants: Int) {
+    /// - Parameter prefetchShare: ``CachedTransport/Configuration/Storage/prefetchShare``; the
+    ///   answers not read yet may always take at least the largest entry's room.
+    init(memoryCapacity: Int, maximumEntryShare: Double, maximumVariants: Int, prefetchShare: Double = 1) {
         let capacity = max(0, memoryCapacity)
-        state = Locked(State(entries: LeastRecentlyUsed(capacity: capacity)))
         maximumEntryCost = Int(Double(capacity) * min(1, max(0, maximumEntryShare)))
+        let probationLimit = max(maximumEntryCost, Int(Double(capacity) * min(1, max(0, prefetchShare))))
+        state = Locked(State(entries: LeastRecentlyUsed(capacity: capacity, probationLimit: probationLimit)))
         self.maximumVariants = max(1, maximumVariants)
     }
 
@@ -67,7 +70,8 @@ final class ResponseStore: Sendable {
     }
 
     /// Hands `judge` what `key` holds for a request with `requestFields`, with the counters to
-    /// update; a variant it accepts becomes the most recently used.
+    /// update; a variant it accepts becomes the most recently used, unless `touches` is false (a
+    /// prefetch's look, which reads nothing).
     /// - Parameter isObserved: set to whether anyone listens to the transport's events, read
     ///   under the same lock.
     /// - Returns: the accepted variant and the verdict.
@@ -79,10 +83,22 @@ final class ResponseStore: Sendable {
         _ key: CacheKey,
         selectedBy requestFields: [String: String]?,
         isObserved: inout Bool,
+        touches: Bool = true,
         judge: (Found, inout CacheStatistics) -> Verdict?
     ) -> (entry: StoredResponse, verdict: Verdict)? {
         state.withLock { state in
             isObserved = state.isObserved
+            if !touches {
+                guard let variants = state.entries.peekValue(forKey: key) else {
+                    _ = judge(.absent(state.departures.reason(for: key)), &state.statistics)
+                    return nil
+                }
+                guard let selected = variants.selected(by: requestFields) else {
+                    _ = judge(.noMatchingVariant, &state.statistics)
+                    return nil
+                }
+                return judge(.entry(selected), &state.statistics).map { (selected, $0) }
+            }
             var found: (entry: StoredResponse, verdict: Verdict)?
             var judged = false
             _ = state.entries.value(forKey: key) { variants in
@@ -123,8 +139,13 @@ final class ResponseStore: Sendable {
     /// go first. Variants that select on other fields are dropped: the origin changed how it
     /// selects representations. An entry with the same bytes as the one it replaces keeps its
     /// decoded values.
+    /// - Parameter unread: no screen's caller waited for it (a prefetch's answer, or a background
+    ///   revalidation's): a key that held nothing, or only answers not read yet, holds it on
+    ///   probation (``LeastRecentlyUsed``) until a screen reads it.
     /// Call with the in-flight lock held.
-    func write(_ entry: StoredResponse, for key: CacheKey, replacing: StoredResponse? = nil) -> WriteResult {
+    func write(
+        _ entry: StoredResponse, for key: CacheKey, replacing: StoredResponse? = nil, unread: Bool = false
+    ) -> WriteResult {
         var released = Released()
         var isNew = false
         let result = state.withLock { state -> WriteResult in
@@ -156,7 +177,9 @@ final class ResponseStore: Sendable {
                     cost += variant.totalCost
                 }
             }
-            let (replaced, evicted) = state.entries.setValue(StoredVariants(variants), forKey: key, cost: cost)
+            let onProbation = unread && (isNew || state.entries.isOnProbation(key))
+            let (replaced, evicted) = state.entries.setValue(
+                StoredVariants(variants), forKey: key, cost: cost, onProbation: onProbation)
             state.statistics.evictions += evicted.count + dropped
             state.departures.forget(key)
             for (key, _) in evicted { state.departures.record(key, .evicted) }

@@ -71,6 +71,14 @@ extension CachedTransport.Configuration {
         /// Default: 0.1 (a tenth of the capacity).
         public var maximumEntryShare: Double = 0.1
 
+        /// The largest share of ``memoryCapacity``, from 0 to 1, that prefetched answers no screen
+        /// has read yet may take when making room means evicting answers screens read. They are
+        /// evicted first whenever room is needed, and become ordinary entries when a screen reads
+        /// them. See <doc:Prefetching>.
+        ///
+        /// Default: 0.25.
+        public var prefetchShare: Double = 0.25
+
         /// How many representations one URL and identity keeps when the origin names request
         /// headers in `Vary`: one per combination of their values, least recently used dropped
         /// first. At least 1. Default: 4.
@@ -243,6 +251,19 @@ extension CachedTransport.Configuration {
         ///
         /// Default: 64 KiB.
         public var maximumQueryBodySize = 64 * 1024
+
+        /// The most requests the transport has in flight to one host (scheme, host and port) at
+        /// once. Others wait in its queue, highest ``FetchPriority`` first and first come first
+        /// served within one, and a request cancelled while it waits is never sent. Requests below
+        /// ``FetchPriority/normal`` (prefetches) take at most one less than this, so that a screen's
+        /// request finds a place at once. Hits never wait. See <doc:Prefetching>.
+        ///
+        /// Values below 1 count as 1; `Int.max` sends every request at once, leaving the order to
+        /// URLSession.
+        ///
+        /// Default: nil, the session configuration's `httpMaximumConnectionsPerHost` (6 on Linux
+        /// and on Apple platforms).
+        public var maximumFetchesPerHost: Int?
 
         /// The network settings with the defaults described on each property.
         public init() {}

@@ -46,7 +46,9 @@ public actor CachedTransport {
     let planner: RequestPlanner
     /// Writes the store and publishes its changes (``Committer``).
     let committer: Committer
-    let loader: any NetworkLoading
+    /// Where every request the transport sends waits for its host's room (``FetchQueue``), then
+    /// goes to the network through its loader.
+    nonisolated let queue: FetchQueue
     let configuration: Configuration
     /// ``Configuration/Freshness/usesConditionalRequests``, read on every fetch.
     let usesConditionalRequests: Bool
@@ -120,17 +122,21 @@ public actor CachedTransport {
                 routesThroughProtocol: configuration.effectiveCacheOverride != nil,
                 sessionDelegate: sessionDelegate,
                 sharesInnerSession: copied == nil
-            ))
+            ),
+            connectionsPerHost: (copied ?? .ephemeral).httpMaximumConnectionsPerHost)
     }
 
     /// Makes a transport that loads through `loader` (an in-process origin, for tests).
-    package init(configuration: Configuration, loader: any NetworkLoading) {
+    /// - Parameter connectionsPerHost: what ``Configuration/Network/maximumFetchesPerHost`` is
+    ///   when the configuration leaves it nil: the session's `httpMaximumConnectionsPerHost`.
+    package init(configuration: Configuration, loader: any NetworkLoading, connectionsPerHost: Int = 6) {
         let keyHeaders = KeyHeaders(extra: configuration.identity.keyHeaders)
         let policy = FreshnessPolicy(configuration)
         let store = ResponseStore(
             memoryCapacity: configuration.storage.memoryCapacity,
             maximumEntryShare: configuration.storage.maximumEntryShare,
-            maximumVariants: configuration.storage.maximumVariants
+            maximumVariants: configuration.storage.maximumVariants,
+            prefetchShare: configuration.storage.prefetchShare
         )
         let inFlight = Locked(FetchStateMachine())
         let reporter = TransportEvents(bufferLimit: configuration.stayingCurrent.changeBufferLimit, store: store)
@@ -145,7 +151,8 @@ public actor CachedTransport {
             configuration: configuration
         )
         self.configuration = configuration
-        self.loader = loader
+        queue = FetchQueue(
+            loader: loader, limit: configuration.network.maximumFetchesPerHost ?? connectionsPerHost)
         preparation = RequestPreparation(configuration, keyHeaders: keyHeaders)
         retryPolicy = configuration.network.retryPolicy
         self.inFlight = inFlight
