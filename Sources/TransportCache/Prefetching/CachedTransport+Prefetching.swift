@@ -48,7 +48,8 @@ extension CachedTransport {
             throw PrefetchError.cacheOnly
         case .fetch(let fetchPlan):
             let prefetch = Prefetch(request: request, priority: priority)
-            let waiter = Waiter(request: fetchPlan.request, reason: fetchPlan.reason, priority: priority, prefetch: prefetch)
+            let waiter = Waiter(
+                request: fetchPlan.request, reason: fetchPlan.reason, priority: priority, prefetch: prefetch)
             prefetch.attach(waiter, to: self)
             arrive(fetchPlan, waiter: waiter)
             return prefetch

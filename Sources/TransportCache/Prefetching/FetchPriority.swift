@@ -7,6 +7,7 @@
 /// higher caller joins and falls back when that caller leaves. A hit never waits, whatever its
 /// priority.
 public enum FetchPriority: Int, Sendable, Hashable, Comparable, CaseIterable, CustomStringConvertible {
+    /// Below a prefetch's default: work nobody waits for.
     case veryLow
     /// What ``CachedTransport/prefetch(_:priority:)`` asks for unless told otherwise, and what a
     /// task of `.utility` or `.low` priority gets.
@@ -29,8 +30,10 @@ public enum FetchPriority: Int, Sendable, Hashable, Comparable, CaseIterable, Cu
         }
     }
 
+    /// Whether `lhs` goes after `rhs`.
     public static func < (lhs: FetchPriority, rhs: FetchPriority) -> Bool { lhs.rawValue < rhs.rawValue }
 
+    /// The priority in words: "very low" … "very high".
     public var description: String {
         switch self {
         case .veryLow: "very low"

@@ -22,6 +22,7 @@ public final class Prefetch: Sendable {
         /// Its fetch failed with this error.
         case failed(any Error)
 
+        /// A short phrase: "loaded", "cancelled" …
         public var description: String {
             switch self {
             case .alreadyStored: "already stored"
@@ -56,13 +57,14 @@ public final class Prefetch: Sendable {
     public var priority: FetchPriority {
         get { state.withLock { $0.priority } }
         set {
-            guard let (waiter, transport) = state.withLock({ state -> (Waiter, CachedTransport)? in
-                state.priority = newValue
-                guard state.outcome == nil, let waiter = state.waiter, let transport = state.transport else {
-                    return nil
-                }
-                return (waiter, transport)
-            })
+            guard
+                let (waiter, transport) = state.withLock({ state -> (Waiter, CachedTransport)? in
+                    state.priority = newValue
+                    guard state.outcome == nil, let waiter = state.waiter, let transport = state.transport else {
+                        return nil
+                    }
+                    return (waiter, transport)
+                })
             else { return }
             transport.reprioritize(waiter, to: newValue)
         }
@@ -72,10 +74,13 @@ public final class Prefetch: Sendable {
     /// host) unless another caller waits on it. Cancelling twice, or after the prefetch ended, does
     /// nothing.
     public func cancel() {
-        guard let (waiter, transport) = state.withLock({ state -> (Waiter, CachedTransport)? in
-            guard state.outcome == nil, let waiter = state.waiter, let transport = state.transport else { return nil }
-            return (waiter, transport)
-        })
+        guard
+            let (waiter, transport) = state.withLock({ state -> (Waiter, CachedTransport)? in
+                guard state.outcome == nil, let waiter = state.waiter, let transport = state.transport else {
+                    return nil
+                }
+                return (waiter, transport)
+            })
         else { return }
         transport.cancelWaiter(waiter)
     }
@@ -137,6 +142,7 @@ public enum PrefetchError: Error, Hashable, CustomStringConvertible {
     /// when following HTTP caching.
     case cacheOnly
 
+    /// Why nothing was sent, in a sentence.
     public var description: String {
         switch self {
         case .neverStored(let reason): "prefetch refused: its answer is never stored (\(reason))"
