@@ -81,6 +81,23 @@ public final class CachedPagedQuery<Page: Decodable & Sendable> {
         await query.waitForFetches()
     }
 
+    /// Fetches the page after the last one ahead of the scroll, with `CachedTransport.prefetch(_:priority:)`,
+    /// when the last one is loaded and names a next page: ``loadNextPage()`` then shows it from
+    /// memory, or joins its fetch still in flight. Cancel the prefetch when the user scrolls away.
+    ///
+    /// ```swift
+    /// // Two rows before the end of the list:
+    /// nextPagePrefetch = try feed.prefetchNextPage()
+    /// ```
+    ///
+    /// - Returns: the prefetch, or nil when there is no next page (yet).
+    /// - Throws: what `CachedTransport.prefetch(_:priority:)` throws for the next page's request.
+    @discardableResult
+    public func prefetchNextPage(priority: FetchPriority = .low) throws -> Prefetch? {
+        guard let request = nextPageRequest() else { return nil }
+        return try transport.prefetch(request, priority: priority)
+    }
+
     /// Reloads every page loaded with `CachedTransport.refresh(_:)`, at most
     /// ``maximumConcurrentRefreshes`` at a time, and returns when they are all shown. A page that
     /// fails keeps its value and shows its error; the others are shown as they come.

@@ -65,6 +65,26 @@ struct PagedQueryTests {
         #expect(origin.callCount == 2)
     }
 
+    @Test("the next page prefetched ahead of the scroll is shown from memory: one request")
+    func nextPagePrefetched() async throws {
+        let origin = ScriptedOrigin()
+        for number in 1...2 { origin.respond(to: pageURL(number), with: pageReply(number, of: 2)) }
+        let transport = makeTransport(origin)
+        let feed = makeFeed(transport)
+        await feed.pageQueries[0].waitForFetches()
+
+        let prefetch = try #require(try feed.prefetchNextPage())
+        guard case .loaded = await prefetch.outcome else {
+            Issue.record("the next page was not prefetched")
+            return
+        }
+        await feed.loadNextPage()
+
+        #expect(feed.pages.map(\.items) == [["v1 1"], ["v1 2"]])
+        #expect(origin.callCount(for: pageURL(2)) == 1)
+        #expect(try feed.prefetchNextPage() == nil)
+    }
+
     @Test("refresh reloads the pages loaded, a bounded number at a time")
     func refreshIsBounded() async throws {
         let origin = ScriptedOrigin(gated: true)

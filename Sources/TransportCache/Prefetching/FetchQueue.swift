@@ -64,9 +64,9 @@ final class FetchQueue: Sendable {
         return load
     }
 
-    /// Loads `request` at the priority of the calling task (``FetchPriority/current``), waiting for
-    /// room on its host first; throws `CancellationError`-free `URLError(.cancelled)` or the
-    /// loader's error when the calling task is cancelled.
+    /// Loads `request` at the caller's priority (``FetchPriority/current``), waiting for room on
+    /// its host first: a request the transport sends as it is. A caller cancelled while it waits
+    /// gets `URLError(.cancelled)`, and nothing is sent.
     func load(_ request: URLRequest) async throws -> (Data, URLResponse) {
         let priority = FetchPriority.current
         let handle = Locked<QueuedLoad?>(nil)
