@@ -1,5 +1,5 @@
 // swift-format-ignore-file
-// The blocks of README.md's five common jobs, verbatim as a reader copies them: DocumentationBlocksTests checks they are the document's.
+// The blocks of README.md's six common jobs, verbatim as a reader copies them: DocumentationBlocksTests checks they are the document's.
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -39,4 +39,10 @@ func readmeSignOut(api: AuthAPI, savedSession: UserSession) {
     // The user signs out: nothing of the account is left, in memory or in flight.
     credentials.credential = nil
     transport.signOut(partition: savedSession.userID)
+}
+
+func readmePrefetch(transport: CachedTransport, detailsURL: URL) throws {
+    // A row is about to appear: fetch its details ahead, behind every screen's request.
+    let prefetch = try transport.prefetch(URLRequest(url: detailsURL))
+    prefetch.cancel()   // it scrolled away: if it still waits for its host, nothing is sent
 }
