@@ -230,24 +230,24 @@ extension FetchQueue {
             enqueue(load)
         }
 
-        /// The load to start next, taken out of its line, if the host has room for one.
+        /// The load to start next, taken out of its line, if the host has room for one: the
+        /// oldest of the highest priority that has room, unless a priority with room was passed
+        /// over ``FetchQueue/agingLimit`` times in a row, whose oldest then goes.
         mutating func next(limit: Int) -> QueuedLoad? {
             guard running < limit, waiting > 0 else { return nil }
-            var candidates: [Int] = []
+            var highest: Int?
+            var aged: Int?
             for level in lines.indices.reversed() {
                 lines[level].dropLeft()
-                if !lines[level].isEmpty { candidates.append(level) }
+                guard !lines[level].isEmpty, let priority = FetchPriority(rawValue: level),
+                    hasRoom(for: priority, limit: limit)
+                else { continue }
+                if highest == nil { highest = level }
+                if aged == nil, passedOver[level] >= FetchQueue.agingLimit { aged = level }
             }
-            // Highest first; a priority passed over too often goes before the others, and a
-            // priority below normal waits while only the kept place is free.
-            let eligible = candidates.filter { level in
-                hasRoom(for: FetchPriority(rawValue: level)!, limit: limit)
-            }
-            guard let highest = eligible.first else { return nil }
-            let chosen = eligible.first { passedOver[$0] >= FetchQueue.agingLimit } ?? highest
-            guard let load = lines[chosen].popFirst() else { return nil }
+            guard let chosen = aged ?? highest, let load = lines[chosen].popFirst() else { return nil }
             passedOver[chosen] = 0
-            for level in candidates where level < chosen { passedOver[level] += 1 }
+            for level in 0..<chosen where !lines[level].isEmpty { passedOver[level] += 1 }
             waiting -= 1
             take(load)
             return load
