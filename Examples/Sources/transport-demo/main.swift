@@ -271,6 +271,42 @@ print(
 
     """)
 
+// 8. A list prefetches its 100 rows' details from a slow origin, then the user taps a row that is
+// not among them. With the queue (the default), prefetches take at most one place less than the
+// host's limit, so the screen's request starts at once; without it, every prefetch is handed to
+// URLSession at once, which keeps its own limit per host (httpMaximumConnectionsPerHost) and
+// sends in the order given: the screen's request waits behind the prefetches.
+/// Prefetches 100 items through `transport`, times a screen's request made right after them, and
+/// waits until every prefetch has ended.
+func screenBehindPrefetches(
+    _ transport: CachedTransport, client: String
+) async throws -> (screen: Duration, prefetches: Duration, mostHeld: Int) {
+    await origin.resetMaximumConcurrentRequests()
+    let started = clock.now
+    let prefetches = try (0..<100).map { item in
+        try transport.prefetch(URLRequest(url: origin.url("/item/\(item)?delay=\(originDelay)&client=\(client)")))
+    }
+    let screen = try await clock.measure {
+        _ = try await transport.data(from: origin.url("/detail?delay=\(originDelay)&client=\(client)"))
+    }
+    for prefetch in prefetches { _ = await prefetch.outcome }
+    return (screen, clock.now - started, await origin.maximumConcurrentRequests)
+}
+let queued = try await screenBehindPrefetches(CachedTransport(), client: "queue")
+var unqueuedConfiguration = CachedTransport.Configuration()
+unqueuedConfiguration.network.maximumFetchesPerHost = Int.max
+let unqueued = try await screenBehindPrefetches(
+    CachedTransport(configuration: unqueuedConfiguration), client: "no-queue")
+print(
+    """
+    8. A screen's request while 100 prefetches are queued to the origin (each answer takes \(originDelay) ms)
+       queue (the default)     screen answered in \(seconds(queued.screen)); 100 prefetches loaded in \
+    \(seconds(queued.prefetches)); origin held at most \(queued.mostHeld) at once
+       no queue (Int.max)      screen answered in \(seconds(unqueued.screen)); 100 prefetches loaded in \
+    \(seconds(unqueued.prefetches)); origin held at most \(unqueued.mostHeld) at once
+
+    """)
+
 let statistics = transport.statistics
 print(
     """
