@@ -184,6 +184,22 @@ struct FetchQueueTests {
         _ = try await waiting.value
     }
 
+    @Test("a fetch's network duration counts from when it left the queue, not from when it joined it")
+    func durationExcludesTheWait() async throws {
+        let origin = ScriptedOrigin(gated: true, respond: ScriptedOrigin.ok()) { $0.url?.path == "/first" }
+        let transport = transport(origin, limit: 1)
+        let first = screen(transport, "/first")
+        await origin.waitForCalls(1)
+        let queued = Task { try await transport.response(for: URLRequest(url: url("/queued"))).2 }
+        await waitForWaiting(1, in: transport, host: url("/"))
+        // Held in the queue for at least this long; its own fetch is answered at once.
+        try await Task.sleep(for: .milliseconds(300))
+        origin.openGate()
+        _ = try await first.value
+        let outcome = try await queued.value
+        #expect(try #require(outcome.networkDuration) < .milliseconds(300))
+    }
+
     @Test("a task's priority maps to a fetch priority; withFetchPriority names one")
     func taskPriorities() async throws {
         #expect(FetchPriority(.background) == .veryLow)

@@ -169,8 +169,10 @@ extension CachedTransport {
         _ request: URLRequest, of fetchID: Int, stage: Int, priority: FetchPriority,
         interval: TransportEvents.FetchInterval, within prepared: PreparedLoad? = nil
     ) {
-        let load = queue.start(request, priority: priority) { result in
-            self.complete(fetchID, with: result, interval: interval, refused: self.refuses(result, to: request))
+        let load = queue.start(request, priority: priority) { result, sentAt in
+            // Timed from when it left the queue: the duration reported is the network's.
+            self.complete(
+                fetchID, with: result, interval: interval.sent(at: sentAt), refused: self.refuses(result, to: request))
         }
         if let prepared {
             if !prepared.started(load) { load.cancel() }

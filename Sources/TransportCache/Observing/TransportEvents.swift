@@ -100,6 +100,17 @@ final class TransportEvents: Sendable {
         #if canImport(os)
         let signpost: OSSignpostIntervalState
         #endif
+
+        /// The same interval, timed from `instant` when given: when the fetch left the
+        /// ``FetchQueue`` for the network.
+        func sent(at instant: ContinuousClock.Instant?) -> FetchInterval {
+            guard let instant else { return self }
+            #if canImport(os)
+            return FetchInterval(url: url, sentAt: instant, signpost: signpost)
+            #else
+            return FetchInterval(url: url, sentAt: instant)
+            #endif
+        }
     }
 
     /// A fetch of `url` is being sent.

@@ -49,11 +49,14 @@ final class FetchQueue: Sendable {
     }
 
     /// Starts loading `request` at `priority` as soon as its host has room, and calls `completion`
-    /// exactly once with the outcome, never synchronously inside this call.
+    /// exactly once with the outcome and when the load went to the network (nil when it was
+    /// cancelled while it waited), never synchronously inside this call.
     /// - Returns: what cancels the load, or changes its priority while it waits or runs.
     func start(
         _ request: URLRequest, priority: FetchPriority,
-        completion: @escaping @Sendable (Result<(Data, URLResponse), any Error>) -> Void
+        completion:
+            @escaping @Sendable (Result<(Data, URLResponse), any Error>, _ sentAt: ContinuousClock.Instant?) ->
+            Void
     ) -> QueuedLoad {
         let load = QueuedLoad(request: request, host: HostKey(request.url), priority: priority, completion: completion)
         load.queue = self
@@ -72,7 +75,7 @@ final class FetchQueue: Sendable {
         let handle = Locked<QueuedLoad?>(nil)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let load = start(request, priority: priority) { continuation.resume(with: $0) }
+                let load = start(request, priority: priority) { result, _ in continuation.resume(with: result) }
                 handle.withLock { $0 = load }
                 if Task.isCancelled { load.cancel() }
             }
@@ -91,12 +94,12 @@ final class FetchQueue: Sendable {
     /// `load` has its answer: its place goes to the next load of its host, which starts before the
     /// answer is handed over.
     private func finished(_ load: QueuedLoad, with result: Result<(Data, URLResponse), any Error>) {
-        let next = hosts.withLock { hosts -> QueuedLoad? in
+        let (next, sentAt) = hosts.withLock { hosts in
             load.phase = .finished
-            return hosts.leave(load, limit: limit)
+            return (hosts.leave(load, limit: limit), load.sentAt)
         }
         if let next { begin(next) }
-        load.completion(result)
+        load.completion(result, sentAt)
     }
 
     /// Cancels `load`: taken out of its host's line when it waits (and then answered
@@ -122,7 +125,7 @@ final class FetchQueue: Sendable {
         }
         switch then {
         case .nothing: break
-        case .answerCancelled: load.completion(.failure(URLError(.cancelled)))
+        case .answerCancelled: load.completion(.failure(URLError(.cancelled)), nil)
         case .cancel(let inner): inner.cancel()
         }
     }
@@ -211,6 +214,7 @@ extension FetchQueue {
         }
 
         private mutating func take(_ load: QueuedLoad) {
+            load.sentAt = .now
             running += 1
             if load.priority < .normal { runningBelowNormal += 1 }
             load.countedBelowNormal = load.priority < .normal
@@ -307,8 +311,10 @@ final class QueuedLoad: NetworkLoad, @unchecked Sendable {
 
     let request: URLRequest
     let host: FetchQueue.HostKey
-    let completion: @Sendable (Result<(Data, URLResponse), any Error>) -> Void
+    let completion: @Sendable (Result<(Data, URLResponse), any Error>, ContinuousClock.Instant?) -> Void
     var priority: FetchPriority
+    /// When it was given its place in flight, and so went to the network.
+    var sentAt: ContinuousClock.Instant?
     var phase: Phase
     /// Cancelled while starting: cancelled in the loader as soon as its load exists.
     var cancelsWhenStarted = false
@@ -318,7 +324,7 @@ final class QueuedLoad: NetworkLoad, @unchecked Sendable {
 
     init(
         request: URLRequest, host: FetchQueue.HostKey, priority: FetchPriority,
-        completion: @escaping @Sendable (Result<(Data, URLResponse), any Error>) -> Void
+        completion: @escaping @Sendable (Result<(Data, URLResponse), any Error>, ContinuousClock.Instant?) -> Void
     ) {
         self.request = request
         self.host = host
