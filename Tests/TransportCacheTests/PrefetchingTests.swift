@@ -6,7 +6,7 @@ import Testing
 @testable import TransportCache
 import TransportCacheTesting
 
-@Suite("The queue before the network: per-host limits and priorities")
+@Suite("The queue before the network: per-host limits and priorities", .timeLimit(.minutes(1)))
 struct FetchQueueTests {
     let base = "https://api.example.com"
 
@@ -224,7 +224,7 @@ struct FetchQueueTests {
     }
 }
 
-@Suite("A shared fetch goes at its callers' highest priority")
+@Suite("A shared fetch goes at its callers' highest priority", .timeLimit(.minutes(1)))
 struct SharedPriorityTests {
     let base = "https://api.example.com"
 
@@ -274,6 +274,29 @@ struct SharedPriorityTests {
         #expect(origin.calls.suffix(2).map { $0.url!.path } == ["/normal", "/row2"])
     }
 
+    @Test("a waiting prefetch raised to a screen's priority takes the place kept for screens at once")
+    func riseTakesTheKeptPlace() async throws {
+        let origin = echoOrigin(gated: true)
+        let transport = makeTransport(loader: origin) { $0.network.maximumFetchesPerHost = 2 }
+        let held = try transport.prefetch(URLRequest(url: url("/held")))
+        await origin.waitForCalls(1)
+        let joined = try transport.prefetch(URLRequest(url: url("/joined")))
+        let raised = try transport.prefetch(URLRequest(url: url("/raised")))
+        await waitForWaiting(2, in: transport)
+        // A screen joins: its fetch leaves the line for the free place, with the gate still closed.
+        let screen = Task { try await transport.data(from: url("/joined")).0.text }
+        await origin.waitForCalls(2)
+        #expect(origin.calls[1].url?.path == "/joined")
+        origin.release(2)
+        #expect(try await screen.value.contains("/joined"))
+        // The handle's priority raised does the same.
+        raised.priority = .high
+        await origin.waitForCalls(3)
+        #expect(origin.calls[2].url?.path == "/raised")
+        origin.openGate()
+        for prefetch in [held, joined, raised] { #expect(await prefetch.outcome.isLoaded) }
+    }
+
     @Test("the last caller leaving still cancels the fetch, also after its priority rose")
     func lastCallerCancels() async throws {
         let origin = echoOrigin(gated: true)
@@ -320,7 +343,7 @@ struct SharedPriorityTests {
     func paths(_ origin: ScriptedOrigin) -> [String] { origin.calls.map { $0.url!.path } }
 }
 
-@Suite("Prefetching")
+@Suite("Prefetching", .timeLimit(.minutes(1)))
 struct PrefetchTests {
     let base = "https://api.example.com"
 

@@ -122,15 +122,20 @@ final class PreparedLoad: NetworkLoad {
         if cancelled { task.cancel() }
     }
 
-    /// The network load has started. - Returns: false when the load was cancelled first.
-    func started(_ load: any NetworkLoad) -> Bool {
-        let (started, priority) = state.withLock { state -> (Bool, FetchPriority?) in
-            guard !state.isCancelled else { return (false, nil) }
+    enum Start {
+        /// The load was cancelled first: cancel the network load.
+        case cancelled
+        /// Recorded; with the fetch's priority when it moved while the request was prepared.
+        case started(FetchPriority?)
+    }
+
+    /// The network load has started.
+    func started(_ load: any NetworkLoad) -> Start {
+        state.withLock { state in
+            guard !state.isCancelled else { return .cancelled }
             state.load = load
-            return (true, state.priority)
+            return .started(state.priority)
         }
-        if let priority { load.prioritize(priority) }
-        return started
     }
 
     func prioritize(_ priority: FetchPriority) {

@@ -23,12 +23,13 @@ extension CachedTransport {
                 // Set before the waiter is attached (under the lock below), so whoever detaches it
                 // finds it.
                 waiter.continuation = continuation
-                let arrival = inFlight.withLock { machine -> Arrival in
+                let (arrival, rose) = inFlight.withLock { machine -> (Arrival, Bool) in
                     // Checked under the lock that `cancelWaiter` takes: a cancellation either
                     // happened before (and is seen here) or finds the waiter registered.
-                    if Task.isCancelled { return .cancelled }
-                    return arrive(plan, waiter: waiter, in: &machine)
+                    if Task.isCancelled { return (.cancelled, false) }
+                    return (arrive(plan, waiter: waiter, in: &machine), machine.takePriorityRise())
                 }
+                if rose { queue.startReady() }
                 switch arrival {
                 case .joined(let watchers): for watcher in watchers { watcher.resume() }
                 case .answered(let stored): continuation.resume(returning: (stored.data, stored.response))
@@ -62,7 +63,10 @@ extension CachedTransport {
     /// suspended caller: it joins a fetch in flight, finds the answer stored meanwhile, or starts a
     /// fetch, launched from here so that prefetches reach their host's queue in the order made.
     nonisolated func arrive(_ plan: FetchPlan, waiter: Waiter) {
-        let arrival = inFlight.withLock { arrive(plan, waiter: waiter, in: &$0) }
+        let (arrival, rose) = inFlight.withLock { machine in
+            (arrive(plan, waiter: waiter, in: &machine), machine.takePriorityRise())
+        }
+        if rose { queue.startReady() }
         switch arrival {
         case .joined(let watchers): for watcher in watchers { watcher.resume() }
         case .answered: waiter.prefetch?.end(.alreadyStored)
@@ -175,10 +179,22 @@ extension CachedTransport {
                 fetchID, with: result, interval: interval.sent(at: sentAt), refused: self.refuses(result, to: request))
         }
         if let prepared {
-            if !prepared.started(load) { load.cancel() }
+            switch prepared.started(load) {
+            case .cancelled:
+                load.cancel()
+            case .started(let moved):
+                // The fetch's priority moved while its request was being prepared.
+                if let moved, moved != priority {
+                    load.prioritize(moved)
+                    queue.startReady()
+                }
+            }
             return
         }
-        let action = inFlight.withLock { $0.loadStarted(load, for: fetchID, stage: stage, at: priority) }
+        let (action, rose) = inFlight.withLock { machine in
+            (machine.loadStarted(load, for: fetchID, stage: stage, at: priority), machine.takePriorityRise())
+        }
+        if rose { queue.startReady() }
         // Every caller left before the load was recorded (or it has completed: then this does nothing).
         if case .cancel = action { load.cancel() }
     }

@@ -29,6 +29,8 @@ struct FetchStateMachine: Sendable {
     private(set) var joins = WatchedCount()
     var coalescedJoins: Int { joins.value }
     private var lastIdentifier = 0
+    /// See ``takePriorityRise()``.
+    private var priorityRose = false
 
     /// Attaches `waiter` to the fetch in flight for `key` when `sharing` lets it share that one.
     /// A plan with no caller (a background revalidation) joins by the same rule, attaching nothing.
@@ -145,7 +147,10 @@ struct FetchStateMachine: Sendable {
         guard let fetch = fetches[fetchID] else { return .cancel }
         if fetch.stage == stage {
             fetch.load = load
-            if let priority, fetch.priority != priority { load.prioritize(fetch.priority) }
+            if let priority, fetch.priority != priority {
+                load.prioritize(fetch.priority)
+                if fetch.priority > priority { priorityRose = true }
+            }
         }
         return .keep
     }
@@ -155,8 +160,18 @@ struct FetchStateMachine: Sendable {
     /// - Returns: false when it waits on no fetch (answered, or left).
     mutating func reprioritize(_ waiter: Waiter, to priority: FetchPriority) -> Bool {
         guard let fetchID = waiter.fetchID, let fetch = fetches[fetchID] else { return false }
+        let before = fetch.priority
         fetch.reprioritize(waiter, to: priority)
+        if fetch.priority > before, fetch.load != nil { priorityRose = true }
         return true
+    }
+
+    /// Whether a fetch's priority rose since the last call, while it had a load: its load, waiting
+    /// in the ``FetchQueue``, may now take a free place, which ``FetchQueue/startReady()`` starts
+    /// once the in-flight lock is released.
+    mutating func takePriorityRise() -> Bool {
+        defer { priorityRose = false }
+        return priorityRose
     }
 
     // MARK: - A fetch's attempts
@@ -322,7 +337,9 @@ struct FetchStateMachine: Sendable {
     }
 
     private mutating func attach(_ waiter: Waiter, to fetch: Fetch, id fetchID: Int) {
+        let before = fetch.priority
         fetch.add(waiter)
+        if fetch.priority > before, fetch.load != nil { priorityRose = true }
         waiter.fetchID = fetchID
         waiterCount += 1
     }

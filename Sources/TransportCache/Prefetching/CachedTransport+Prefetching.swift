@@ -58,6 +58,9 @@ extension CachedTransport {
 
     /// `waiter`'s caller now asks for `priority`.
     nonisolated func reprioritize(_ waiter: Waiter, to priority: FetchPriority) {
-        _ = inFlight.withLock { $0.reprioritize(waiter, to: priority) }
+        let rose = inFlight.withLock { machine in
+            machine.reprioritize(waiter, to: priority) && machine.takePriorityRise()
+        }
+        if rose { queue.startReady() }
     }
 }

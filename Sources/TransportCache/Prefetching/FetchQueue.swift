@@ -26,7 +26,7 @@ final class FetchQueue: Sendable {
     let limit: Int
     /// How many times in a row a priority with loads waiting may be passed over by a higher one.
     static let agingLimit = 8
-    private let hosts = Locked([HostKey: Host]())
+    private let hosts = Locked(Hosts())
 
     /// - Parameter limit: the most loads per host in flight; values below 1 count as 1.
     init(loader: any NetworkLoading, limit: Int) {
@@ -131,7 +131,9 @@ final class FetchQueue: Sendable {
     }
 
     /// Moves `load` to `priority`: within its host's line when it waits, and in the loader (where
-    /// the platform uses it) when it runs.
+    /// the platform uses it) when it runs. A waiting load that may start now (it rose to a place
+    /// kept for screens) is given its place and started by the next ``startReady()``: this may be
+    /// called under the transport's in-flight lock, where no load is started.
     fileprivate func prioritize(_ load: QueuedLoad, _ priority: FetchPriority) {
         let running = hosts.withLock { hosts -> (any NetworkLoad)? in
             guard load.priority != priority else { return nil }
@@ -139,6 +141,7 @@ final class FetchQueue: Sendable {
             switch load.phase {
             case .waiting:
                 hosts[load.host]?.requeue(load)
+                if let next = hosts[load.host]?.next(limit: limit) { hosts.ready.append(next) }
                 return nil
             case .running(let inner):
                 return inner
@@ -147,6 +150,16 @@ final class FetchQueue: Sendable {
             }
         }
         running?.prioritize(priority)
+    }
+
+    /// Starts the loads whose priority rose into a free place (see ``prioritize(_:_:)``). Call
+    /// with no lock held, after a fetch's priority rose.
+    func startReady() {
+        let ready = hosts.withLock { hosts in
+            defer { hosts.ready = [] }
+            return hosts.ready
+        }
+        for load in ready { begin(load) }
     }
 
     /// How many loads are in flight and waiting for `url`'s host: for tests.
@@ -158,20 +171,37 @@ final class FetchQueue: Sendable {
     }
 }
 
-extension [FetchQueue.HostKey: FetchQueue.Host] {
-    /// A load of `host` ended: the next one waiting, if any, takes its place (and is returned to
-    /// start); a host with nothing in flight or waiting is forgotten.
-    mutating func leave(_ load: QueuedLoad, limit: Int) -> QueuedLoad? {
-        guard var line = self[load.host] else { return nil }
-        self[load.host] = nil
-        line.ended(load)
-        let next = line.next(limit: limit)
-        if line.running > 0 || line.waiting > 0 { self[load.host] = line }
-        return next
-    }
+extension FetchQueue {
+    /// Every host's loads, and the loads whose place was given while a lock above the queue's
+    /// was held (see ``FetchQueue/startReady()``).
+    struct Hosts: Sendable {
+        private var lines: [HostKey: Host] = [:]
+        /// Loads given a place in flight by a priority's rise, to start once no lock is held.
+        var ready: [QueuedLoad] = []
 
-    mutating func forgetIfIdle(_ host: FetchQueue.HostKey) {
-        if let line = self[host], line.running == 0, line.waiting == 0 { self[host] = nil }
+        subscript(host: HostKey) -> Host? {
+            get { lines[host] }
+            set { lines[host] = newValue }
+        }
+
+        subscript(host: HostKey, default value: @autoclosure () -> Host) -> Host {
+            get { lines[host] ?? value() }
+            set { lines[host] = newValue }
+        }
+
+        /// A load of `load`'s host ended: the next one waiting, if any, takes its place (and is
+        /// returned to start); a host with nothing in flight or waiting is forgotten.
+        mutating func leave(_ load: QueuedLoad, limit: Int) -> QueuedLoad? {
+            guard var line = lines.removeValue(forKey: load.host) else { return nil }
+            line.ended(load)
+            let next = line.next(limit: limit)
+            if line.running > 0 || line.waiting > 0 { lines[load.host] = line }
+            return next
+        }
+
+        mutating func forgetIfIdle(_ host: HostKey) {
+            if let line = lines[host], line.running == 0, line.waiting == 0 { lines[host] = nil }
+        }
     }
 }
 
