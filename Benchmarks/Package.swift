@@ -45,7 +45,7 @@ let package = Package(
     ]
         + [
             "HitPath", "MissPath", "Coalescing", "Storage", "ChangeFanOut", "Values", "Revalidation", "Scale",
-            "Queries",
+            "Queries", "Prefetching",
         ]
         .map { suite in
             // Only the suite of the observable queries needs their product.
