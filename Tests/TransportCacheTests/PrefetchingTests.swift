@@ -297,6 +297,32 @@ struct SharedPriorityTests {
         for prefetch in [held, joined, raised] { #expect(await prefetch.outcome.isLoaded) }
     }
 
+    @Test("a screen's fetch left to a prefetch counts as a prefetch: the place kept for screens stays free")
+    func fallenFetchYields() async throws {
+        let origin = echoOrigin(gated: true)
+        let transport = makeTransport(loader: origin) { $0.network.maximumFetchesPerHost = 3 }
+        let prefetches = try ["/p1", "/p2"].map { try transport.prefetch(URLRequest(url: url($0))) }
+        await origin.waitForCalls(2)
+        let screen = Task { try await withFetchPriority(.normal) { try await transport.data(from: url("/shared")) } }
+        await origin.waitForCalls(3)
+        let waiting = try transport.prefetch(URLRequest(url: url("/p3")))
+        await waitForWaiting(1, in: transport)
+        let sharing = try transport.prefetch(URLRequest(url: url("/shared")))
+        await transport.waitForCoalescedJoins(1)
+        screen.cancel()
+        await #expect(throws: CancellationError.self) { try await screen.value }
+        // The first prefetch ends: its place is the one kept for screens, not the waiting prefetch's.
+        origin.release(1)
+        #expect(await prefetches[0].outcome.isLoaded)
+        #expect(transport.queue.counts(for: url("/")) == (running: 2, waiting: 1))
+        let next = Task { try await withFetchPriority(.normal) { try await transport.data(from: url("/next")) } }
+        await origin.waitForCalls(4)
+        #expect(origin.calls[3].url?.path == "/next")
+        origin.openGate()
+        _ = try await next.value
+        for prefetch in [prefetches[1], waiting, sharing] { #expect(await prefetch.outcome.isLoaded) }
+    }
+
     @Test("the last caller leaving still cancels the fetch, also after its priority rose")
     func lastCallerCancels() async throws {
         let origin = echoOrigin(gated: true)

@@ -12,9 +12,10 @@ extension CachedTransport {
     ) {
         let prepared = PreparedLoad()
         // Recorded before its task can start the network load or complete the fetch.
-        if case .cancel = inFlight.withLock({ $0.loadStarted(prepared, for: launch.id, stage: launch.stage) }) {
-            return
+        let action = changingFetches {
+            $0.loadStarted(prepared, for: launch.id, stage: launch.stage, at: launch.priority)
         }
+        if case .cancel = action { return }
         let task = Task {
             let outgoing: Outgoing
             do {
@@ -122,19 +123,16 @@ final class PreparedLoad: NetworkLoad {
         if cancelled { task.cancel() }
     }
 
-    enum Start {
-        /// The load was cancelled first: cancel the network load.
-        case cancelled
-        /// Recorded; with the fetch's priority when it moved while the request was prepared.
-        case started(FetchPriority?)
-    }
-
-    /// The network load has started.
-    func started(_ load: any NetworkLoad) -> Start {
+    /// The network load has started. A priority the fetch moved to while its request was
+    /// prepared is passed to it here, under this load's lock, so that no later change is
+    /// overtaken by this one.
+    /// - Returns: whether it was recorded: false when the load was cancelled first.
+    func started(_ load: any NetworkLoad, at priority: FetchPriority) -> Bool {
         state.withLock { state in
-            guard !state.isCancelled else { return .cancelled }
+            guard !state.isCancelled else { return false }
             state.load = load
-            return .started(state.priority)
+            if let moved = state.priority, moved != priority { load.prioritize(moved) }
+            return true
         }
     }
 

@@ -23,13 +23,12 @@ extension CachedTransport {
                 // Set before the waiter is attached (under the lock below), so whoever detaches it
                 // finds it.
                 waiter.continuation = continuation
-                let (arrival, rose) = inFlight.withLock { machine -> (Arrival, Bool) in
+                let arrival = changingFetches { machine -> Arrival in
                     // Checked under the lock that `cancelWaiter` takes: a cancellation either
                     // happened before (and is seen here) or finds the waiter registered.
-                    if Task.isCancelled { return (.cancelled, false) }
-                    return (arrive(plan, waiter: waiter, in: &machine), machine.takePriorityRise())
+                    if Task.isCancelled { return .cancelled }
+                    return arrive(plan, waiter: waiter, in: &machine)
                 }
-                if rose { queue.startReady() }
                 switch arrival {
                 case .joined(let watchers): for watcher in watchers { watcher.resume() }
                 case .answered(let stored): continuation.resume(returning: (stored.data, stored.response))
@@ -63,16 +62,24 @@ extension CachedTransport {
     /// suspended caller: it joins a fetch in flight, finds the answer stored meanwhile, or starts a
     /// fetch, launched from here so that prefetches reach their host's queue in the order made.
     nonisolated func arrive(_ plan: FetchPlan, waiter: Waiter) {
-        let (arrival, rose) = inFlight.withLock { machine in
-            (arrive(plan, waiter: waiter, in: &machine), machine.takePriorityRise())
-        }
-        if rose { queue.startReady() }
+        let arrival = changingFetches { arrive(plan, waiter: waiter, in: &$0) }
         switch arrival {
         case .joined(let watchers): for watcher in watchers { watcher.resume() }
         case .answered: waiter.prefetch?.end(.alreadyStored)
         case .cancelled: waiter.prefetch?.end(.cancelled)
         case .launch(let launch): self.launch(launch)
         }
+    }
+
+    /// Runs `body` on the fetches in flight under the in-flight lock, then, once the lock is
+    /// released, starts the loads that a fetch's priority rising gave a free place in the queue
+    /// (``FetchStateMachine/takePriorityRise()``): every event that can raise a fetch's priority
+    /// (a caller joining, a load recorded, a prefetch's priority set) goes through here.
+    @inline(__always)
+    nonisolated func changingFetches<Result>(_ body: (inout FetchStateMachine) -> Result) -> Result {
+        let (result, rose) = inFlight.withLock { machine in (body(&machine), machine.takePriorityRise()) }
+        if rose { queue.startReady() }
+        return result
     }
 
     /// What became of a plan arriving at the fetches in flight.
@@ -179,22 +186,15 @@ extension CachedTransport {
                 fetchID, with: result, interval: interval.sent(at: sentAt), refused: self.refuses(result, to: request))
         }
         if let prepared {
-            switch prepared.started(load) {
-            case .cancelled:
+            if prepared.started(load, at: priority) {
+                // Its priority may have risen into a free place while its request was prepared.
+                queue.startReady()
+            } else {
                 load.cancel()
-            case .started(let moved):
-                // The fetch's priority moved while its request was being prepared.
-                if let moved, moved != priority {
-                    load.prioritize(moved)
-                    queue.startReady()
-                }
             }
             return
         }
-        let (action, rose) = inFlight.withLock { machine in
-            (machine.loadStarted(load, for: fetchID, stage: stage, at: priority), machine.takePriorityRise())
-        }
-        if rose { queue.startReady() }
+        let action = changingFetches { $0.loadStarted(load, for: fetchID, stage: stage, at: priority) }
         // Every caller left before the load was recorded (or it has completed: then this does nothing).
         if case .cancel = action { load.cancel() }
     }

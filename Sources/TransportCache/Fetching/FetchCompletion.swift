@@ -92,7 +92,7 @@ extension CachedTransport {
     /// Makes `wait` the load of fetch `fetchID`'s stage `stage` (see
     /// ``FetchStateMachine/loadStarted(_:for:stage:)``), or cancels it when every caller left meanwhile.
     private nonisolated func install(_ wait: any NetworkLoad, for fetchID: Int, stage: Int) {
-        if case .cancel = inFlight.withLock({ $0.loadStarted(wait, for: fetchID, stage: stage) }) { wait.cancel() }
+        if case .cancel = changingFetches({ $0.loadStarted(wait, for: fetchID, stage: stage) }) { wait.cancel() }
     }
 
     /// The completion's step: retry, or take a `304`, then store the answer and answer each caller.

@@ -418,8 +418,9 @@ final class Fetch: @unchecked Sendable {
     private(set) var readers = 0
     /// Whether a caller that reads the answer waited for it when it ended (see ``readers``).
     private var wasRead = false
-    /// Whether a screen's caller waits for its answer, or did when it ended: otherwise it was
-    /// fetched for prefetches only (or in the background), and is stored as not read yet.
+    /// Whether a screen's caller waits for its answer, or did when it ended. Otherwise it was
+    /// fetched for prefetches only (or in the background): ``ResponseStore/write(_:for:replacing:unread:)``
+    /// then keeps it on probation when its key held nothing or only an answer not read yet.
     var hasReader: Bool { readers > 0 || wasRead }
 
     /// How soon it should go: the highest priority of its waiters; ``FetchPriority/low`` with

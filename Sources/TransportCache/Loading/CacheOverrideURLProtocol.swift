@@ -172,6 +172,10 @@ open class CacheOverrideURLProtocol: URLProtocol {
                 instance.value.fetched(Outcome(data: data, response: response, error: error), generation: generation)
             }
             task.delegate = taskDelegate
+            #if !canImport(FoundationNetworking)
+            // The task on the network goes at the priority of the task it loads for.
+            if let priority = instance.value.task?.priority { task.priority = priority }
+            #endif
             let start = instance.value.loading.withLock { loading in
                 guard case .fetching(generation, nil, _) = loading.phase else { return false }
                 loading.phase = .fetching(generation: generation, task: task, session: route.session)

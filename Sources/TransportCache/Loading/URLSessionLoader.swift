@@ -212,12 +212,17 @@ private final class TaskHandle: NetworkLoad {
         return start
     }
 
+    /// Passes `priority` to the task as its `priority`, on Apple platforms, where URLSession weighs
+    /// it. swift-corelibs-foundation keeps it unused, and its setter waits on the session's work
+    /// queue: this may run under the transport's in-flight lock, so on Linux it does nothing.
     func prioritize(_ priority: FetchPriority) {
+        #if !canImport(FoundationNetworking)
         let task: URLSessionDataTask? = state.withLock { state in
             if case .running(let task) = state { return task }
             return nil
         }
         task?.priority = priority.taskPriority
+        #endif
     }
 
     func cancel() {

@@ -58,9 +58,6 @@ extension CachedTransport {
 
     /// `waiter`'s caller now asks for `priority`.
     nonisolated func reprioritize(_ waiter: Waiter, to priority: FetchPriority) {
-        let rose = inFlight.withLock { machine in
-            machine.reprioritize(waiter, to: priority) && machine.takePriorityRise()
-        }
-        if rose { queue.startReady() }
+        _ = changingFetches { $0.reprioritize(waiter, to: priority) }
     }
 }

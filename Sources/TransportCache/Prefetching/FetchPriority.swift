@@ -44,6 +44,11 @@ public enum FetchPriority: Int, Sendable, Hashable, Comparable, CaseIterable, Cu
         }
     }
 
+    /// Whether a fetch at this priority yields to screens' requests: below ``normal``. Such fetches
+    /// take at most all but one of a host's places (see
+    /// ``CachedTransport/Configuration/Network/maximumFetchesPerHost``).
+    var yieldsToScreens: Bool { self < .normal }
+
     /// The priority named for the calls in this task, if any.
     @TaskLocal static var named: FetchPriority?
 

@@ -11,11 +11,11 @@ import FoundationNetworking
 /// - a host (scheme, host and port) has at most ``limit`` loads in flight;
 /// - a waiting load goes before every load of a lower ``FetchPriority``, and after the loads of its
 ///   own priority that waited before it;
-/// - loads below ``FetchPriority/normal`` take at most `limit - 1` of a host's loads in flight (all
-///   of them when the limit is 1): a screen's request arriving while prefetches fill the host
-///   starts at once;
-/// - no waiting load waits for ever: a priority with loads waiting is passed over at most
-///   ``agingLimit`` times in a row, then its oldest load goes next;
+/// - loads that yield to screens (``FetchPriority/yieldsToScreens``: below normal) take at most
+///   `limit - 1` of a host's places (all of them when the limit is 1), counted by their priority
+///   now: a screen's request arriving while prefetches fill the host starts at once;
+/// - no waiting load waits for ever: a priority whose oldest load could have started is passed
+///   over at most ``agingLimit`` times in a row by higher ones, then that load goes next;
 /// - a load cancelled while it waits is never sent.
 ///
 /// Its lock is a leaf: nothing is taken while it is held, and no load is started, cancelled or
@@ -86,6 +86,12 @@ final class FetchQueue: Sendable {
 
     /// Sends `load` through the loader; it has its place among its host's loads in flight.
     private func begin(_ load: QueuedLoad) {
+        // Cancelled between being given its place and now (waiting to be started after a rise):
+        // it is never sent, and its place goes to the next.
+        if hosts.withLock({ _ in load.cancelsWhenStarted }) {
+            finished(load, with: .failure(URLError(.cancelled)), sent: false)
+            return
+        }
         let inner = loader.start(load.request) { result in self.finished(load, with: result) }
         let (cancels, priority) = hosts.withLock { _ in load.started(inner) }
         if cancels { inner.cancel() } else if priority != .normal { inner.prioritize(priority) }
@@ -93,13 +99,13 @@ final class FetchQueue: Sendable {
 
     /// `load` has its answer: its place goes to the next load of its host, which starts before the
     /// answer is handed over.
-    private func finished(_ load: QueuedLoad, with result: Result<(Data, URLResponse), any Error>) {
+    private func finished(_ load: QueuedLoad, with result: Result<(Data, URLResponse), any Error>, sent: Bool = true) {
         let (next, sentAt) = hosts.withLock { hosts in
             load.phase = .finished
             return (hosts.leave(load, limit: limit), load.sentAt)
         }
         if let next { begin(next) }
-        load.completion(result, sentAt)
+        load.completion(result, sent ? sentAt : nil)
     }
 
     /// Cancels `load`: taken out of its host's line when it waits (and then answered
@@ -144,8 +150,12 @@ final class FetchQueue: Sendable {
                 if let next = hosts[load.host]?.next(limit: limit) { hosts.ready.append(next) }
                 return nil
             case .running(let inner):
+                hosts.recount(load, limit: limit)
                 return inner
-            case .starting, .cancelled, .finished:
+            case .starting:
+                hosts.recount(load, limit: limit)
+                return nil
+            case .cancelled, .finished:
                 return nil
             }
         }
@@ -199,6 +209,16 @@ extension FetchQueue {
             return next
         }
 
+        /// `load`, in flight, changed priority: it counts among the loads that yield to screens
+        /// when its new priority does. A load that rose out of them frees one of their places,
+        /// which the next one waiting may take (started by ``FetchQueue/startReady()``).
+        mutating func recount(_ load: QueuedLoad, limit: Int) {
+            guard var line = lines[load.host], load.priority.yieldsToScreens != load.countedBelowNormal else { return }
+            line.count(load, yieldingToScreens: load.priority.yieldsToScreens)
+            if let next = line.next(limit: limit) { ready.append(next) }
+            lines[load.host] = line
+        }
+
         mutating func forgetIfIdle(_ host: HostKey) {
             if let line = lines[host], line.running == 0, line.waiting == 0 { lines[host] = nil }
         }
@@ -212,12 +232,13 @@ extension FetchQueue {
         var running = 0
         /// Loads waiting, cancelled ones excluded.
         var waiting = 0
-        /// Loads below ``FetchPriority/normal`` in flight.
+        /// Loads in flight that yield to screens (``FetchPriority/yieldsToScreens``).
         var runningBelowNormal = 0
         /// One line per priority, lowest first. A line may hold loads that left it (cancelled, or
         /// moved to another priority): they are skipped when they reach its head.
         private var lines = [Line](repeating: Line(), count: FetchPriority.allCases.count)
-        /// For each priority, how many times in a row a higher one started while it had loads waiting.
+        /// For each priority, how many times in a row a higher one started while its oldest load
+        /// could have started instead.
         private var passedOver = [Int](repeating: 0, count: FetchPriority.allCases.count)
         /// Numbers each entry of a line, so that a load moved to another line is known as gone
         /// from the first.
@@ -240,15 +261,21 @@ extension FetchQueue {
         /// Whether a load of `priority` may start now.
         private func hasRoom(for priority: FetchPriority, limit: Int) -> Bool {
             guard running < limit else { return false }
-            return priority >= .normal || limit == 1 || runningBelowNormal < limit - 1
+            return !priority.yieldsToScreens || limit == 1 || runningBelowNormal < limit - 1
         }
 
         private mutating func take(_ load: QueuedLoad) {
             load.sentAt = .now
             running += 1
-            if load.priority < .normal { runningBelowNormal += 1 }
-            load.countedBelowNormal = load.priority < .normal
+            count(load, yieldingToScreens: load.priority.yieldsToScreens)
             load.phase = .starting
+        }
+
+        /// Counts `load`, in flight, among the loads that yield to screens or not.
+        mutating func count(_ load: QueuedLoad, yieldingToScreens yields: Bool) {
+            if load.countedBelowNormal { runningBelowNormal -= 1 }
+            if yields { runningBelowNormal += 1 }
+            load.countedBelowNormal = yields
         }
 
         private mutating func enqueue(_ load: QueuedLoad) {
@@ -271,17 +298,22 @@ extension FetchQueue {
             guard running < limit, waiting > 0 else { return nil }
             var highest: Int?
             var aged: Int?
+            var eligible = 0  // One bit per priority.
             for level in lines.indices.reversed() {
                 lines[level].dropLeft()
+                // A priority passed over counts from when it has loads waiting.
+                if lines[level].isEmpty { passedOver[level] = 0 }
                 guard !lines[level].isEmpty, let priority = FetchPriority(rawValue: level),
                     hasRoom(for: priority, limit: limit)
                 else { continue }
+                eligible |= 1 << level
                 if highest == nil { highest = level }
                 if aged == nil, passedOver[level] >= FetchQueue.agingLimit { aged = level }
             }
             guard let chosen = aged ?? highest, let load = lines[chosen].popFirst() else { return nil }
             passedOver[chosen] = 0
-            for level in 0..<chosen where !lines[level].isEmpty { passedOver[level] += 1 }
+            // Passed over: a priority whose oldest load could have gone instead.
+            for level in 0..<chosen where eligible & (1 << level) != 0 { passedOver[level] += 1 }
             waiting -= 1
             take(load)
             return load
@@ -348,7 +380,7 @@ final class QueuedLoad: NetworkLoad, @unchecked Sendable {
     var phase: Phase
     /// Cancelled while starting: cancelled in the loader as soon as its load exists.
     var cancelsWhenStarted = false
-    /// Whether it took one of the places below normal priority when it started.
+    /// Whether it counts among its host's loads in flight that yield to screens.
     var countedBelowNormal = false
     weak var queue: FetchQueue?
 

@@ -53,16 +53,17 @@ public final class Prefetch: Sendable {
     }
 
     /// How soon its fetch goes, while it waits for room on its host and while it runs (see
-    /// ``FetchPriority``). Setting it after the prefetch ended does nothing.
+    /// ``FetchPriority``). Setting it after the prefetch ended does nothing: it keeps the priority
+    /// it ended with.
     public var priority: FetchPriority {
         get { state.withLock { $0.priority } }
         set {
             guard
                 let (waiter, transport) = state.withLock({ state -> (Waiter, CachedTransport)? in
-                    state.priority = newValue
                     guard state.outcome == nil, let waiter = state.waiter, let transport = state.transport else {
                         return nil
                     }
+                    state.priority = newValue
                     return (waiter, transport)
                 })
             else { return }

@@ -92,6 +92,7 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         guard let position = index[key], slots[position].cost + amount <= capacity else { return nil }
         slots[position].cost += amount
         totalCost += amount
+        if slots[position].onProbation { probationCost += amount }
         moveToFront(position)
         return evictToBudget(keeping: position)
     }

@@ -262,7 +262,7 @@ extension CachedTransport.Configuration {
         /// URLSession.
         ///
         /// Default: nil, the session configuration's `httpMaximumConnectionsPerHost` (6 on Linux
-        /// and on Apple platforms).
+        /// and macOS, 4 on iOS).
         public var maximumFetchesPerHost: Int?
 
         /// The network settings with the defaults described on each property.

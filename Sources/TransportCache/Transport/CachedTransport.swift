@@ -68,7 +68,10 @@ public actor CachedTransport {
     /// The queues' locks (``DeliveryQueue``, ``SubscriberCount``, ``ReleaseQueue``, a
     /// ``ManualCacheClock``'s) are leaves: nothing is taken while one is held. So are the
     /// ``FetchQueue``'s and a network load's own: a fetch whose callers' priority moved tells its
-    /// load under the in-flight lock (``Fetch/priority``), which starts, cancels and resumes nothing. ``Credentials``
+    /// load under the in-flight lock (``Fetch/priority``), which only moves it in its line; a load
+    /// that this gives a free place is started once the lock is released
+    /// (``CachedTransport/changingFetches(_:)``), and a URLSession task's own priority is set on
+    /// Apple platforms only, where its setter does not wait. ``Credentials``
     /// keep theirs (its state, then its ``KeyAccount``), never taken while one of the transport's
     /// is held. Under none of them is a task started, a continuation resumed, an event or change
     /// yielded, or the app's code called, but for two documented exceptions that must be quick
