@@ -323,6 +323,33 @@ struct SharedPriorityTests {
         for prefetch in [prefetches[1], waiting, sharing] { #expect(await prefetch.outcome.isLoaded) }
     }
 
+    @Test(
+        "a screen joining a waiting prefetch raises it in every identity configuration",
+        arguments: IdentityConfiguration.allCases)
+    func risesInEveryIdentity(identity: IdentityConfiguration) async throws {
+        let origin = authenticatingOrigin(accepting: Locked(["-", "Bearer me-1"]), gated: true)
+        let (transport, _) = identity.transport(origin) { $0.network.maximumFetchesPerHost = 1 }
+        let first = Task { try await transport.data(from: url("/first")) }
+        await origin.waitForCalls(1)
+        let prefetch = try transport.prefetch(request("\(base)/row"))
+        await waitForWaiting(1, in: transport)
+        let other = Task { try await withFetchPriority(.normal) { try await transport.data(from: url("/other")) } }
+        await waitForWaiting(2, in: transport)
+        let joined = Task {
+            try await withFetchPriority(.high) { try await transport.data(for: request("\(base)/row")) }
+        }
+        await transport.waitForCoalescedJoins(1)
+        origin.release(1)
+        await origin.waitForCalls(2)
+        #expect(origin.calls[1].url?.path == "/row")
+        origin.openGate()
+        _ = try await first.value
+        _ = try await joined.value
+        _ = try await other.value
+        #expect(await prefetch.outcome.isLoaded)
+        #expect(origin.callCount == 3)
+    }
+
     @Test("the last caller leaving still cancels the fetch, also after its priority rose")
     func lastCallerCancels() async throws {
         let origin = echoOrigin(gated: true)
