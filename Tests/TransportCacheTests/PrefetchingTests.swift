@@ -234,44 +234,24 @@ struct SharedPriorityTests {
         while transport.queue.counts(for: url("/")).waiting < count { await Task.yield() }
     }
 
-    @Test("a screen joining a waiting prefetch raises it at once; leaving lowers it again")
-    func risesAndFalls() async throws {
+    @Test("a screen that joins a waiting prefetch and leaves lowers it to its own priority again")
+    func fallsWhenTheScreenLeaves() async throws {
         let origin = echoOrigin(gated: true)
         let transport = makeTransport(loader: origin) { $0.network.maximumFetchesPerHost = 1 }
         let first = Task { try await transport.data(from: url("/first")) }
         await origin.waitForCalls(1)
         let prefetch = try transport.prefetch(URLRequest(url: url("/row")))
-        let other = Task { try await withFetchPriority(.normal) { try await transport.data(from: url("/other")) } }
-        await waitForWaiting(2, in: transport)
-        let joined = Task { try await withFetchPriority(.high) { try await transport.data(from: url("/row")) } }
-        await transport.waitForCoalescedJoins(1)
-        // Raised: it goes before the normal request that waited before the screen joined.
-        origin.release(1)
-        await origin.waitForCalls(2)
-        #expect(origin.calls[1].url?.path == "/row")
-        origin.openGate()
-        _ = try await first.value
-        _ = try await joined.value
-        _ = try await other.value
-        #expect(await prefetch.outcome.isLoaded)
-        #expect(origin.callCount(for: url("/row")) == 1)
-
-        // Falls back: a screen that joins and leaves leaves the prefetch at its own priority.
-        origin.closeGate()
-        let second = Task { try await transport.data(from: url("/second")) }
-        await origin.waitForCalls(4)
-        let later = try transport.prefetch(URLRequest(url: url("/row2")))
         let normal = Task { try await withFetchPriority(.normal) { try await transport.data(from: url("/normal")) } }
         await waitForWaiting(2, in: transport)
-        let leaving = Task { try await withFetchPriority(.high) { try await transport.data(from: url("/row2")) } }
-        await transport.waitForCoalescedJoins(2)
+        let leaving = Task { try await withFetchPriority(.high) { try await transport.data(from: url("/row")) } }
+        await transport.waitForCoalescedJoins(1)
         leaving.cancel()
         await #expect(throws: CancellationError.self) { try await leaving.value }
         origin.openGate()
-        _ = try await second.value
+        _ = try await first.value
         _ = try await normal.value
-        #expect(await later.outcome.isLoaded)
-        #expect(origin.calls.suffix(2).map { $0.url!.path } == ["/normal", "/row2"])
+        #expect(await prefetch.outcome.isLoaded)
+        #expect(paths(origin) == ["/first", "/normal", "/row"])
     }
 
     @Test("a waiting prefetch raised to a screen's priority takes the place kept for screens at once")
