@@ -627,15 +627,28 @@ struct LeastRecentlyUsedProbationTests {
         let first = lru.setValue(10, forKey: "p1", cost: 1, onProbation: true).evicted.map(\.key)
         #expect(first == ["used-0"])
         let second = lru.setValue(11, forKey: "p2", cost: 1, onProbation: true).evicted.map(\.key)
-        #expect(second == ["p1"])
+        #expect(second == ["used-1"])
         let third = lru.setValue(12, forKey: "p3", cost: 2, onProbation: true).evicted.map(\.key)
-        #expect(third == ["p2", "used-1"])
+        #expect(third == ["p1", "p2"])
         #expect(lru.totalCost == 4)
         #expect(lru.probationCost == 2)
         #expect(lru.setValue(13, forKey: "too-large", cost: 3, onProbation: true).evicted.isEmpty)
         #expect(lru.peekValue(forKey: "too-large") == nil)
         let trimmed = lru.removeLeastRecentlyUsed(atMost: 2).map(\.key)
         #expect(trimmed == ["p3", "used-2"])
+    }
+
+    @Test("with room to spare, values on probation are not limited")
+    func probationFillsFreeRoom() {
+        var lru = LeastRecentlyUsed<String, Int>(capacity: 10, probationLimit: 2)
+        lru.setValue(0, forKey: "used", cost: 1)
+        for index in 0..<9 {
+            #expect(lru.setValue(index, forKey: "p\(index)", cost: 1, onProbation: true).evicted.isEmpty)
+        }
+        #expect(lru.probationCost == 9)
+        // Full: the next one on probation makes room from the oldest on probation, not from the used value.
+        #expect(lru.setValue(9, forKey: "p9", cost: 1, onProbation: true).evicted.map(\.key) == ["p0"])
+        #expect(lru.peekValue(forKey: "used") == 0)
     }
 }
 

@@ -37,13 +37,25 @@ final class RequestPlanner: Sendable {
     }
 
     /// The plan for `request`, a request ``RequestPreparation/keyed(_:)`` made, of `account`;
-    /// `refreshing` for ``CachedTransport/refresh(_:)``; `prefetching` for
-    /// ``CachedTransport/prefetch(_:priority:)``, which is not counted as a request, reads nothing
-    /// (an entry it finds keeps its place and stays unread), and is answered from memory only by
-    /// a fresh entry.
+    /// `refreshing` for ``CachedTransport/refresh(_:)``.
     /// - Throws: `URLError(.badURL)` for a request without a URL.
-    func plan(
-        _ request: URLRequest, account: AccountIdentity? = nil, refreshing: Bool = false, prefetching: Bool = false
+    func plan(_ request: URLRequest, account: AccountIdentity? = nil, refreshing: Bool = false) throws -> Plan {
+        try plan(request, account: account, refreshing: refreshing, prefetching: false)
+    }
+
+    /// The plan for `request` (see ``plan(_:account:refreshing:)``) made for
+    /// ``CachedTransport/prefetch(_:priority:)``: it is not counted as a request, reads nothing (an
+    /// entry it finds keeps its place and stays unread), and is answered from memory only by a
+    /// fresh entry.
+    func prefetchPlan(_ request: URLRequest, account: AccountIdentity?) throws -> Plan {
+        try plan(request, account: account, refreshing: false, prefetching: true)
+    }
+
+    /// The one classification both plans share; inlined into each, so that a hit's plan pays
+    /// nothing for the prefetch's.
+    @inline(__always)
+    private func plan(
+        _ request: URLRequest, account: AccountIdentity?, refreshing: Bool, prefetching: Bool
     ) throws -> Plan {
         guard let url = request.url else {
             if !prefetching { store.record { $0.requests += 1 } }

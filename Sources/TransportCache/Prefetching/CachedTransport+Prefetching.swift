@@ -36,7 +36,7 @@ extension CachedTransport {
     @discardableResult
     public nonisolated func prefetch(_ request: URLRequest, priority: FetchPriority = .low) throws -> Prefetch {
         let keyed = try keyed(request)
-        let plan = try planner.plan(keyed.request, account: keyed.account, prefetching: true)
+        let plan = try planner.prefetchPlan(keyed.request, account: keyed.account)
         switch plan {
         case .memory:
             return Prefetch(request: request, priority: priority, outcome: .alreadyStored)

@@ -236,19 +236,19 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         return release(position)
     }
 
-    /// Evicts until the budget holds, never the value at `kept` (the one just stored or charged).
+    /// Evicts until the budget holds, never the value at `kept` (the one just stored or charged):
+    /// values on probation first, oldest first, then the least recently used; except that room
+    /// for a value on probation is taken from used values while the values on probation cost at
+    /// most ``probationLimit``, and from older values on probation beyond.
     private mutating func evictToBudget(keeping kept: Int) -> [Removed] {
         var removed: [Removed] = []
-        if slots[kept].onProbation {
-            while probationCost > probationLimit, probation.oldest >= 0, probation.oldest != kept {
-                evict(probation.oldest, into: &removed)
-            }
-        }
+        let keptOnProbation = slots[kept].onProbation
         while totalCost > capacity {
-            let position =
-                probation.oldest >= 0 && probation.oldest != kept
-                ? probation.oldest : used.oldest != kept ? used.oldest : -1
-            guard position >= 0 else { break }
+            let takesFromUsed =
+                keptOnProbation ? probationCost <= probationLimit : probation.oldest < 0 || probation.oldest == kept
+            var position = takesFromUsed ? used.oldest : probation.oldest
+            if position == kept || position < 0 { position = takesFromUsed ? probation.oldest : used.oldest }
+            guard position >= 0, position != kept else { break }
             evict(position, into: &removed)
         }
         return removed
@@ -265,14 +265,31 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
         return value
     }
 
-    /// Makes the value at `position` the most recently used; one on probation leaves it.
+    /// Makes the value at `position` the most recently used; one on probation leaves it. A hit's
+    /// path: a used value moves with a few integer writes, as in a list of one kind.
+    @inline(__always)
     private mutating func moveToFront(_ position: Int) {
         guard position != used.newest else { return }
+        guard !slots[position].onProbation else { return promote(position) }
+        // Not the newest, so it has a newer neighbour, and the list a newest value.
+        let older = slots[position].older
+        let newer = slots[position].newer
+        if older >= 0 { slots[older].newer = newer } else { used.oldest = newer }
+        slots[newer].older = older
+        uses &+= 1
+        slots[position].lastUse = uses
+        slots[position].older = used.newest
+        slots[position].newer = -1
+        slots[used.newest].newer = position
+        used.newest = position
+    }
+
+    /// Moves a value on probation, just used, to the front of the used values.
+    @inline(never)
+    private mutating func promote(_ position: Int) {
         unlink(position)
-        if slots[position].onProbation {
-            slots[position].onProbation = false
-            probationCost -= slots[position].cost
-        }
+        slots[position].onProbation = false
+        probationCost -= slots[position].cost
         linkAtFront(position)
     }
 
