@@ -357,7 +357,7 @@ extension CachedTransport {
     /// It behaves as a transport with the same configuration does against a real origin:
     /// coalescing, storing (what the origin marks `no-cache` too, unless the header override is
     /// narrowed or off), revalidating, invalidating and reporting outcomes. Its queue lets at
-    /// most ``CachedTransport/Configuration/Network/maximumFetchesPerHost`` calls of one host
+    /// most `configuration.network.maximumFetchesPerHost` calls of one host
     /// (6 unless set) reach the origin at once.
     public init(configuration: Configuration = .init(), origin: ScriptedOrigin) {
         self.init(configuration: configuration, loader: origin)
