@@ -72,9 +72,9 @@ extension CachedTransport.Configuration {
         public var maximumEntryShare: Double = 0.1
 
         /// The largest share of ``memoryCapacity``, from 0 to 1, that prefetched answers no screen
-        /// has read yet may take when making room means evicting answers screens read. They are
-        /// evicted first whenever room is needed, and become ordinary entries when a screen reads
-        /// them. See <doc:Prefetching>.
+        /// has read yet may take when making room means evicting answers screens read. They fill
+        /// free memory, are evicted first when a screen's answer needs room, and become ordinary
+        /// entries when a screen reads them. At least the largest entry's room. See <doc:Prefetching>.
         ///
         /// Default: 0.25.
         public var prefetchShare: Double = 0.25
