@@ -537,6 +537,68 @@ struct PrefetchTests {
     }
 }
 
+@Suite("A prefetch meets the other calls", .timeLimit(.minutes(1)))
+struct PrefetchMeetsOtherCallsTests {
+    let base = "https://api.example.com"
+
+    func url(_ path: String) -> URL { URL(string: "\(base)\(path)")! }
+
+    func waitForWaiting(_ count: Int, in transport: CachedTransport) async {
+        while transport.queue.counts(for: url("/")).waiting < count { await Task.yield() }
+    }
+
+    @Test("signing out a partition ends its prefetch waiting in the queue: failed, never sent")
+    func signOutEndsQueuedPrefetch() async throws {
+        let origin = authenticatingOrigin(accepting: Locked(["-", "Bearer me-1"]), gated: true)
+        let (transport, _) = IdentityConfiguration.partitions.transport(origin) { $0.network.maximumFetchesPerHost = 1 }
+        let first = Task { try await transport.data(for: request("\(base)/first")) }
+        await origin.waitForCalls(1)
+        let prefetch = try transport.prefetch(request("\(base)/row"))
+        await waitForWaiting(1, in: transport)
+        transport.signOut(partition: "me")
+        guard case .failed(let error) = await prefetch.outcome else {
+            Issue.record("the prefetch did not fail")
+            return
+        }
+        #expect(error is AuthenticationError)
+        origin.openGate()
+        _ = try? await first.value
+        #expect(origin.callCount(for: url("/row")) == 0)
+        #expect(transport.queue.counts(for: url("/")) == (running: 0, waiting: 0))
+    }
+
+    @Test(
+        "an invalidation while a prefetch is in flight: it still ends, its answer is not stored",
+        arguments: IdentityConfiguration.allCases)
+    func invalidatedInFlight(identity: IdentityConfiguration) async throws {
+        let origin = authenticatingOrigin(accepting: Locked(["-", "Bearer me-1"]), gated: true)
+        let (transport, _) = identity.transport(origin)
+        let prefetch = try transport.prefetch(request("\(base)/row"))
+        await origin.waitForCalls(1)
+        transport.invalidate(.pathPrefix("/row"))
+        origin.openGate()
+        #expect(await prefetch.outcome.isLoaded)
+        #expect(transport.statistics.entries == 0)
+        _ = try await transport.data(for: request("\(base)/row"))
+        #expect(origin.callCount == 2)
+    }
+
+    @Test(
+        "invalidate(request) drops what a prefetch stored, and cachedValue reads it",
+        arguments: IdentityConfiguration.allCases)
+    func prefetchedEntryIsTheScreensKey(identity: IdentityConfiguration) async throws {
+        let origin = authenticatingOrigin(accepting: Locked(["-", "Bearer me-1"]))
+        let (transport, _) = identity.transport(origin)
+        let plain = request("\(base)/row")
+        #expect(await (try transport.prefetch(plain)).outcome.isLoaded)
+        #expect(try transport.cachedValue(String.self, for: plain, decoder: TextDecoder()) != nil)
+        transport.invalidate(plain)
+        #expect(transport.statistics.entries == 0)
+        #expect(await (try transport.prefetch(plain)).outcome.isLoaded)
+        #expect(origin.callCount == 2)
+    }
+}
+
 @Suite("Prefetched answers do not evict what screens read")
 struct ProbationTests {
     let base = "https://api.example.com"
