@@ -237,16 +237,15 @@ struct AuthenticationTests {
         let credentials = Credentials(
             authenticator, credential: "me-1", limit: RefreshLimit(maximumRefreshes: 2, window: .seconds(3600)))
         let transport = transport(origin, credentials: credentials)
-        for index in 0..<2 {
-            let (_, response) = try await transport.data(from: URL(string: "\(base)/\(index)")!)
-            // Resent once with the refreshed credential, and refused again: the origin's answer.
-            #expect((response as? HTTPURLResponse)?.statusCode == 401)
-        }
+        let (_, response) = try await transport.data(from: URL(string: "\(base)/0")!)
+        // Resent after a refresh and refused again, then once more after one more refresh, and
+        // refused again: the origin's answer.
+        #expect((response as? HTTPURLResponse)?.statusCode == 401)
         await #expect {
-            try await transport.data(from: URL(string: "\(self.base)/2")!)
+            try await transport.data(from: URL(string: "\(self.base)/1")!)
         } throws: { ($0 as? AuthenticationError)?.code == .tooManyRefreshes }
         #expect(authenticator.refreshes == 2)
-        #expect(origin.callCount == 5)
+        #expect(origin.callCount == 4)
         #expect(transport.statistics.entries == 0)
     }
 
@@ -320,25 +319,33 @@ struct AuthenticationTests {
         #expect(adapted.withLock { $0 } == 2)
     }
 
-    @Test("when every caller waiting for a refresh is cancelled, the refresh is cancelled")
-    func abandonedRefreshIsCancelled() async throws {
-        let origin = authenticatingOrigin(accepting: Locked([]))
+    @Test("when every caller waiting for a refresh leaves, each ends at once and the refresh runs to its end")
+    func abandonedRefreshRunsToItsEnd() async throws {
+        let accepted = Locked<Set<String>>(["Bearer me-2"])
+        let origin = authenticatingOrigin(accepting: accepted)
         let gate = Gate()
         let authenticator = TokenAuthenticator { _, _ in
             try await gate.wait()
             return "me-2"
         }
-        let transport = transport(origin, credentials: Credentials(authenticator, credential: "me-1"))
+        let credentials = Credentials(authenticator, credential: "me-1")
+        let transport = transport(origin, credentials: credentials)
         let callers = (0..<3).map { index in
             Task { try await transport.data(from: URL(string: "\(self.base)/\(index % 2)")!) }
         }
         await gate.waitForArrivals(1)
         await origin.waitForCalls(2)
         for caller in callers { caller.cancel() }
+        // Each caller ends while the refresh is still held: none waits for it.
         for caller in callers { await #expect(throws: CancellationError.self) { try await caller.value } }
-        await gate.waitForCancellations(1)
-        #expect(gate.cancelled == 1)
         #expect(transport.pendingWork.fetches == 0)
+        gate.open()
+        // The refresh was never cancelled, and its result became the credential.
+        let next = try await transport.data(from: URL(string: "\(base)/next")!).0.text
+        #expect(next.contains("auth=Bearer me-2"))
+        #expect(gate.cancelled == 0)
+        #expect(authenticator.refreshes == 1)
+        #expect(credentials.credential == "me-2")
     }
 
     @Test("a refused POST is resent once after the refresh")

@@ -11,36 +11,49 @@ struct RefreshSeamTests {
     let base = "https://api.example.com"
 
     @Test(
-        "a refresh every waiter left never fails a later request, whose refusal goes out again only with a newer credential"
+        "a refresh every waiter left runs to its end: a request refused meanwhile joins it, and its result is the credential"
     )
     func abandonedRefresh() async throws {
         let origin = authenticatingOrigin(accepting: Locked(["Bearer me-2"]))
         let refreshing = Gate()
-        let (windingDown, windDown) = AsyncStream<CheckedContinuation<Void, Never>>.makeStream()
-        let authenticator = TokenAuthenticator { _, refresh in
-            guard refresh == 1 else { return "me-2" }
-            do {
-                try await refreshing.wait()
-            } catch {
-                // Abandoned: the token request winds down as URLSession's does, then says cancelled.
-                await withCheckedContinuation { windDown.yield($0) }
-                throw URLError(.cancelled)
-            }
-            return "me-9"
+        let authenticator = TokenAuthenticator { _, _ in
+            try await refreshing.wait()
+            return "me-2"
         }
-        let (transport, _) = IdentityConfiguration.authenticator.transport(origin, authenticator: authenticator)
+        let (transport, credentials) = IdentityConfiguration.authenticator.transport(
+            origin, authenticator: authenticator)
         let dismissed = Task { try await transport.data(for: request("\(self.base)/dismissed")) }
         await refreshing.waitForArrivals(1)
         dismissed.cancel()
-        var iterator = windingDown.makeAsyncIterator()
-        let stillWindingDown = await iterator.next()
-        // Refused with me-1 while the abandoned refresh winds down: a new refresh, then me-2.
-        let next = try await transport.data(for: request("\(base)/next")).0.text
-        #expect(next.contains("auth=Bearer me-2"))
-        #expect(authenticator.refreshes == 2)
-        stillWindingDown?.resume()
+        // The caller that left ends at once, while the refresh is still held.
         await #expect(throws: CancellationError.self) { try await dismissed.value }
-        #expect(origin.calls.filter { $0.value(forHTTPHeaderField: "Authorization") == "Bearer me-1" }.count == 2)
+        // Made while the refresh runs: it waits for that refresh instead of starting one.
+        let next = Task { try await transport.data(for: request("\(self.base)/next")).0.text }
+        refreshing.open()
+        #expect(try await next.value.contains("auth=Bearer me-2"))
+        #expect(authenticator.refreshes == 1)
+        #expect(refreshing.cancelled == 0)
+        #expect(credentials?.credential == "me-2")
+    }
+
+    @Test("a credential the app sets while a refresh runs is not replaced by the refresh's result")
+    func refreshDoesNotReplaceTheAppsCredential() async throws {
+        let origin = authenticatingOrigin(accepting: Locked(["Bearer me-5"]))
+        let refreshing = Gate()
+        let authenticator = TokenAuthenticator { _, _ in
+            try await refreshing.wait()
+            return "me-2"
+        }
+        let (transport, credentials) = IdentityConfiguration.partitions.transport(origin, authenticator: authenticator)
+        let waiting = Task { try await transport.data(for: request("\(self.base)/feed")).0.text }
+        await refreshing.waitForArrivals(1)
+        credentials?.credential = "me-5"
+        // The waiting request goes out at once with the app's credential, of the same account.
+        #expect(try await waiting.value.contains("auth=Bearer me-5"))
+        refreshing.open()
+        #expect(try await transport.data(for: request("\(base)/next")).0.text.contains("auth=Bearer me-5"))
+        #expect(credentials?.credential == "me-5")
+        #expect(authenticator.refreshes == 1)
     }
 
     @Test(
@@ -60,7 +73,6 @@ struct RefreshSeamTests {
         if signsOut { transport.signOut(partition: "me") }
         // The new account's first request goes out at once, with its own credential.
         #expect(try await transport.data(for: request("\(base)/yours")).0.text.contains("auth=Bearer you-1"))
-        await refreshing.waitForCancellations(1)
         await #expect {
             try await old.value
         } throws: {
@@ -70,5 +82,10 @@ struct RefreshSeamTests {
             call.url!.path == "/mine" && call.value(forHTTPHeaderField: "Authorization") == "Bearer you-1"
         }
         #expect(!sentAsTheNewAccount)
+        // The old account's refresh was never cancelled; its result does not replace the new one.
+        refreshing.open()
+        #expect(refreshing.cancelled == 0)
+        #expect(try await transport.data(for: request("\(base)/again")).0.text.contains("auth=Bearer you-1"))
+        #expect(credentials?.credential == "you-1")
     }
 }

@@ -52,14 +52,17 @@ struct SignOutInFlightTests {
 
         credentials?.credential = "you-1"
         transport.signOut(partition: "me")
-        await refreshing.waitForCancellations(1)
+        // The old account's refresh is still held: the new account does not wait for it.
         #expect(try await transport.data(for: request("\(base)/yours")).0.text.contains("auth=Bearer you-1"))
+        refreshing.open()
 
         written.open()
         try await write.value
         origin.openGate()
         _ = await revalidation.value
         await #expect(throws: AuthenticationError.self) { try await refused.value }
+        #expect(refreshing.cancelled == 0)
+        #expect(credentials?.credential == "you-1")
         #expect(!transport.snapshot().entries.contains { $0.partition == "me" })
         #expect(transport.snapshot().entries.map(\.url.path) == ["/yours"])
     }

@@ -12,7 +12,8 @@ public struct AuthenticationError: Error, Sendable, CustomStringConvertible {
         case tooManyRefreshes
         /// The refresh gave back the credential the origin had just refused.
         case credentialUnchanged
-        /// The origin refused a request sent with no credential: none is set.
+        /// The origin refused a request sent with no credential: none is set; or, with ``Accounts``,
+        /// the account the request names is not signed in.
         case noCredential
         /// The request would have gone out as another identity than its key's, so it was not sent:
         /// the app set another account's credential after the request was keyed, or a sending
@@ -24,6 +25,12 @@ public struct AuthenticationError: Error, Sendable, CustomStringConvertible {
         /// The ``Credentials``' partition closure threw for the current credential
         /// (``underlyingError``): no request is keyed or sent with it.
         case partitionUnavailable
+        /// The request names no account of ``Accounts`` (``Foundation/URLRequest/account``) and
+        /// carries no `Authorization` of its own.
+        case noAccount
+        /// The request names an account in a way that cannot be one: an empty name, a control
+        /// character, two names, or a name beside its own `Authorization`.
+        case invalidAccount
     }
 
     /// What went wrong.
@@ -50,6 +57,8 @@ public struct AuthenticationError: Error, Sendable, CustomStringConvertible {
         case .signedOut: "its partition was signed out"
         case .partitionUnavailable:
             "the credential's partition could not be read: \(underlyingError.map { "\($0)" } ?? "unknown error")"
+        case .noAccount: "the request names no account"
+        case .invalidAccount: "the request names its account in a way that cannot be one"
         }
     }
 }

@@ -7,6 +7,10 @@ extension CachedTransport {
     /// Sends `launch`'s request as it goes out (``RequestPreparation/outgoing(_:keyedFor:)``):
     /// when an adapter or the credential throws, or it would go out as another identity than its
     /// key's, the fetch fails with that error and nothing is sent or stored.
+    ///
+    /// The preparation runs the app's code (sending adapters, the wait for a refresh) in a task of
+    /// its own that is never cancelled: when every caller leaves, it runs to its end and sends
+    /// nothing (see ``PreparedLoad``).
     nonisolated func launchPrepared(
         _ launch: Launch, by preparation: RequestPreparation, interval: TransportEvents.FetchInterval
     ) {
@@ -16,27 +20,26 @@ extension CachedTransport {
             $0.loadStarted(prepared, for: launch.id, stage: launch.stage, at: launch.priority)
         }
         if case .cancel = action { return }
-        let task = Task {
+        Task {
             let outgoing: Outgoing
             do {
                 // Whether it goes past the chain was decided when the fetch started (a refresh's own
                 // fetch is never launched here): not by a flag this task may inherit from a refresh
                 // whose request happened to launch it.
                 outgoing = try await RequestPreparation.$isRefreshing.withValue(false) {
-                    try await preparation.outgoing(launch.request, keyedFor: .keyed(launch.key.account))
+                    try await preparation.outgoing(launch.request, keyedFor: launch.key.account)
                 }
             } catch {
-                // Cancelled: every caller left, and the fetch is gone.
-                if !Task.isCancelled { complete(launch.id, with: .failure(error), interval: interval) }
+                // Every caller left meanwhile: the fetch is gone, and completing it does nothing.
+                complete(launch.id, with: .failure(error), interval: interval)
                 return
             }
             let inFlight = inFlight.withLock { $0.sent(outgoing, for: launch.id) }
-            guard inFlight else { return }
+            guard inFlight, !prepared.isCancelled else { return }
             send(
                 outgoing.request, of: launch.id, stage: launch.stage, priority: launch.priority, interval: interval,
                 within: prepared)
         }
-        prepared.wait(for: task)
     }
 
     /// Whether `result` refuses the credential of `request`, as the app's authenticator says;
@@ -46,30 +49,38 @@ extension CachedTransport {
         return credentials.isRefusal(answer.1, to: request)
     }
 
-    /// What a refused `fetch` sent, which credential that carried, and the credentials to recover with; nil
-    /// when it may not reauthenticate: a refresh's own request, one that carried the app's own
-    /// credential, or one already resent. Call with the in-flight lock held.
+    /// What a refused `fetch` sent, and the credential that carried (with its account, to recover
+    /// in); nil when it may not reauthenticate: a refresh's own request, one that carried the app's
+    /// own credential, or one already resent as often as a fetch may be. Call with the in-flight
+    /// lock held.
     /// - Returns: also the fetch's stage whose load the wait for a credential is.
+    /// - Returns: also whether it was refused again after an earlier wait.
     nonisolated func reauthentication(of fetch: Fetch, in machine: inout FetchStateMachine) -> (
-        URLRequest, Int, any CredentialApplying, stage: Int
+        URLRequest, CredentialStamp, stage: Int, again: Bool
     )? {
-        guard !fetch.bypassesPreparation, let sent = fetch.sent, let generation = sent.generation,
-            let credentials = preparation?.credentials, let stage = machine.waitsForCredential(fetch)
+        guard !fetch.bypassesPreparation, let sent = fetch.sent, let stamp = sent.stamp,
+            let stage = machine.waitsForCredential(fetch)
         else { return nil }
-        return (sent.request, generation, credentials, stage)
+        return (sent.request, stamp, stage, fetch.reauthentications > 1)
     }
 
-    /// Waits for a credential later than the `refused`-th (the one shared refresh, see
-    /// ``Credentials``), then sends fetch `fetchID` once more with it; fails the fetch with
-    /// the refresh's error. The wait is the fetch's load: when every caller leaves, it is
-    /// cancelled, and with the last waiter, the refresh.
+    /// Waits for a credential of its account later than the one `stamp` names (the account's one
+    /// shared refresh, see ``Credentials``), then sends fetch `fetchID` once more with it; fails
+    /// the fetch with the refresh's error. Refused `again`, and one more refresh past the limit,
+    /// the fetch completes with `refusal`, the origin's answer. The wait is the fetch's load: when
+    /// every caller leaves, the wait is cancelled, never the refresh.
     nonisolated func reauthenticateThenResend(
-        _ fetchID: Int, refused request: URLRequest, at refused: Int, by credentials: any CredentialApplying
+        _ fetchID: Int, refused request: URLRequest, stamp: CredentialStamp, again: Bool,
+        refusal: Result<(Data, URLResponse), any Error>
     ) -> any NetworkLoad {
         TaskLoad(
             task: Task {
                 do {
-                    try await credentials.recover(fromRefusalOf: request, at: refused, clock: planner.policy.clock)
+                    guard try await stamp.recover(fromRefusalOf: request, clock: planner.policy.clock, again: again)
+                    else {
+                        if let url = request.url { settle(fetchID, with: refusal, url: url) }
+                        return
+                    }
                 } catch {
                     if !Task.isCancelled, let url = request.url { fail(fetchID, with: error, url: url) }
                     return
@@ -86,26 +97,74 @@ extension CachedTransport {
 
     /// Sends `plan`'s request, which is never stored, as it goes out
     /// (``RequestPreparation/outgoing(_:keyedFor:)``), with the credential of the account it was
-    /// made for only, and once more, with a later credential of that account, when its credential
-    /// was refused: the refusal path fetches take, for a request the cache does not handle.
+    /// made for only, and again, with a later credential of that account, when its credential
+    /// was refused (twice at most, as a fetch): the refusal path fetches take, for a request the
+    /// cache does not handle. The app's code runs to its end even when the caller leaves
+    /// (``runningToItsEnd(_:)``).
     nonisolated(nonsending) func sendAuthenticated(_ plan: SendPlan) async throws -> (Data, URLResponse) {
         guard let preparation, preparation.decoratesOutgoing else { return try await queue.load(plan.request) }
-        let outgoing = try await preparation.outgoing(plan.request, keyedFor: .keyed(plan.account))
-        let answer = try await queue.load(outgoing.request)
-        guard let credentials = preparation.credentials, let generation = outgoing.generation,
-            credentials.isRefusal(answer.1, to: outgoing.request)
-        else { return answer }
-        try await credentials.recover(fromRefusalOf: outgoing.request, at: generation, clock: planner.policy.clock)
-        return try await queue.load(
-            try await preparation.outgoing(plan.request, keyedFor: .keyed(plan.account)).request)
+        var resends = 0
+        while true {
+            let outgoing = try await runningToItsEnd {
+                try await preparation.outgoing(plan.request, keyedFor: plan.account)
+            }
+            let answer = try await queue.load(outgoing.request)
+            guard resends < FetchStateMachine.maximumReauthentications,
+                let credentials = preparation.credentials, let stamp = outgoing.stamp,
+                credentials.isRefusal(answer.1, to: outgoing.request)
+            else { return answer }
+            resends += 1
+            let recovered = try await stamp.recover(
+                fromRefusalOf: outgoing.request, clock: planner.policy.clock, again: resends > 1)
+            if !recovered { return answer }
+        }
+    }
+}
+
+/// Runs `body`, which runs the app's code, in a task the transport never cancels, and returns
+/// its result; a caller cancelled meanwhile leaves at once with `CancellationError`, and `body`
+/// runs on to its end. On Linux, cancelling a task that awaits `URLSession.data(for:)` as its
+/// response completes can deadlock the process (swift-corelibs-foundation 5412), and the app's
+/// adapters and refreshes often await it.
+nonisolated(nonsending) func runningToItsEnd<Value: Sendable>(
+    _ body: @escaping @Sendable () async throws -> Value
+) async throws -> Value {
+    let outcome = Locked<(result: Result<Value, any Error>?, waiter: CheckedContinuation<Value, any Error>?)>(
+        (nil, nil))
+    Task {
+        let result: Result<Value, any Error>
+        do { result = .success(try await body()) } catch { result = .failure(error) }
+        let waiter = outcome.withLock { outcome in
+            outcome.result = result
+            defer { outcome.waiter = nil }
+            return outcome.waiter
+        }
+        waiter?.resume(with: result)
+    }
+    return try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { continuation in
+            let now = outcome.withLock { outcome -> Result<Value, any Error>? in
+                if let result = outcome.result { return result }
+                if Task.isCancelled { return .failure(CancellationError()) }
+                outcome.waiter = continuation
+                return nil
+            }
+            if let now { continuation.resume(with: now) }
+        }
+    } onCancel: {
+        let waiter = outcome.withLock { outcome in
+            defer { outcome.waiter = nil }
+            return outcome.waiter
+        }
+        waiter?.resume(throwing: CancellationError())
     }
 }
 
 /// The load of a fetch whose request is prepared before it is sent: the preparation, then the
-/// network load, cancelled as one.
+/// network load, cancelled as one. The preparation runs the app's code and is never cancelled:
+/// once cancelled, this load only sends nothing when the preparation ends.
 final class PreparedLoad: NetworkLoad {
     private struct State {
-        var task: Task<Void, Never>?
         var load: (any NetworkLoad)?
         var isCancelled = false
         /// The fetch's priority, when it moved before the network load started.
@@ -114,14 +173,8 @@ final class PreparedLoad: NetworkLoad {
 
     private let state = Locked(State())
 
-    /// Cancels `task` with the load.
-    func wait(for task: Task<Void, Never>) {
-        let cancelled = state.withLock { state in
-            state.task = task
-            return state.isCancelled
-        }
-        if cancelled { task.cancel() }
-    }
+    /// Whether every caller left: the prepared request is not sent.
+    var isCancelled: Bool { state.withLock { $0.isCancelled } }
 
     /// The network load has started. A priority the fetch moved to while its request was
     /// prepared is passed to it here, under this load's lock, so that no later change is
@@ -145,11 +198,10 @@ final class PreparedLoad: NetworkLoad {
     }
 
     func cancel() {
-        let (task, load) = state.withLock { state in
+        let load = state.withLock { state in
             state.isCancelled = true
-            return (state.task, state.load)
+            return state.load
         }
-        task?.cancel()
         load?.cancel()
     }
 }

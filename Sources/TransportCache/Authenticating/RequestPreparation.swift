@@ -19,8 +19,8 @@ final class RequestPreparation: Sendable {
     let keyedAdapters: [RequestAdapter.Keyed]
     let sendingAdapters: [RequestAdapter.Sending]
     let credentials: (any CredentialApplying)?
-    /// The credentials' account, read by every call.
-    private let keyAccount: KeyAccount?
+    /// Where the credentials find a request's account, read by every call.
+    private let accountSource: AccountSource?
     private let keyHeaders: KeyHeaders
     /// Whether a request that goes out needs the second step.
     let decoratesOutgoing: Bool
@@ -46,7 +46,7 @@ final class RequestPreparation: Sendable {
         self.keyedAdapters = keyedAdapters
         self.sendingAdapters = sendingAdapters
         credentials = configuration.identity.credentials
-        keyAccount = configuration.identity.credentials?.keyAccount
+        accountSource = configuration.identity.credentials?.accountSource
         self.keyHeaders = keyHeaders
         decoratesOutgoing = !sendingAdapters.isEmpty || credentials != nil
     }
@@ -61,55 +61,65 @@ final class RequestPreparation: Sendable {
     func keyed(_ request: URLRequest) throws -> KeyedRequest {
         if Self.isRefreshing { return KeyedRequest(request: request, account: nil) }
         guard keyedAdapters.isEmpty else { return try keyed(adapting: request) }
-        guard let keyAccount else { return KeyedRequest(request: request, account: nil) }
-        return KeyedRequest(request: request, account: try account(of: request, in: keyAccount))
+        guard let accountSource else { return KeyedRequest(request: request, account: nil) }
+        return KeyedRequest(request: request, account: try account(of: request, in: accountSource))
     }
 
     /// `request` keyed for `account`, the one a call began with, whatever is current now: what an
-    /// optimistic update's confirmed answers are stored under.
+    /// optimistic update's confirmed answers are stored under. A request that names its account
+    /// (``Accounts``) is keyed for the one it names.
     func keyed(_ request: URLRequest, for account: AccountIdentity?) throws -> KeyedRequest {
         if Self.isRefreshing { return KeyedRequest(request: request, account: nil) }
+        if case .named = accountSource { return try keyed(request) }
         var request = request
         for adapt in keyedAdapters { try adapt(&request) }
         return KeyedRequest(request: request, account: account)
     }
 
-    /// The account of the current credential, as ``keyed(_:)`` reads it.
+    /// The account of the current credential, as ``keyed(_:)`` reads it; nil when each request
+    /// names its own (``Accounts``).
     var currentAccount: AccountIdentity? {
-        get throws { try keyAccount?.current() }
+        get throws {
+            guard case .current(let keyAccount) = accountSource else { return nil }
+            return try keyAccount.current()
+        }
     }
 
     @inline(never)
     private func keyed(adapting request: URLRequest) throws -> KeyedRequest {
         var request = request
         for adapt in keyedAdapters { try adapt(&request) }
-        return KeyedRequest(request: request, account: try keyAccount.flatMap { try account(of: request, in: $0) })
+        return KeyedRequest(request: request, account: try accountSource.flatMap { try account(of: request, in: $0) })
     }
 
-    /// The account of the current credential for `request`. A request with its own
-    /// `Authorization` keeps it out of its key: the key builder leaves it out
-    /// (``KeyHeaders/identity(fields:account:)``), as it reads that header anyway, rather than a
-    /// second read of it on every hit; and it is keyed even when the partition cannot be read.
+    /// The account of `request`: the current credential's, or the one it names. A request with
+    /// its own `Authorization` keeps the current credential's account out of its key: the key
+    /// builder leaves it out (``KeyHeaders/identity(fields:account:)``), as it reads that header
+    /// anyway, rather than a second read of it on every hit; and it is keyed even when the
+    /// partition cannot be read.
     @inline(__always)
-    private func account(of request: URLRequest, in keyAccount: KeyAccount) throws -> AccountIdentity? {
-        do {
-            return try keyAccount.current()
-        } catch  where Self.carriesOwnCredential(request) {
-            return nil
+    private func account(of request: URLRequest, in source: AccountSource) throws -> AccountIdentity? {
+        switch source {
+        case .current(let keyAccount):
+            do {
+                return try keyAccount.current()
+            } catch  where Self.carriesOwnCredential(request) {
+                return nil
+            }
+        case .named(let directory):
+            return try directory.account(of: request)
         }
     }
 
     /// `request`, as ``keyed(_:)`` made it, as it goes to the network: after the sending adapters,
     /// with the current credential. Runs on the caller's executor.
-    /// - Parameter account: the account its key holds; `.unkeyed` for a request that is never
-    ///   stored, which may go out with whatever credential is current.
+    /// - Parameter account: the account marker its key holds (nil for none): it goes out with
+    ///   that account's credential only.
     /// - Throws: ``AuthenticationError/Code/identityChanged`` when a sending adapter changed a key
-    ///   header, or the current credential is another account's than the key's; an adapter's or
-    ///   the refresh's error.
-    nonisolated(nonsending) func outgoing(_ request: URLRequest, keyedFor account: KeyedAccount) async throws
-        -> Outgoing
-    {
-        if Self.isRefreshing { return Outgoing(request: request, generation: nil) }
+    ///   header, or the current credential is another account's than the key's; why the account
+    ///   cannot send (signed out, no credential); an adapter's or the refresh's error.
+    nonisolated(nonsending) func outgoing(_ request: URLRequest, keyedFor account: String?) async throws -> Outgoing {
+        if Self.isRefreshing { return Outgoing(request: request, stamp: nil) }
         var sent = request
         for adapt in sendingAdapters { sent = try await adapt(sent) }
         if !sendingAdapters.isEmpty,
@@ -117,14 +127,17 @@ final class RequestPreparation: Sendable {
         {
             throw AuthenticationError(.identityChanged)
         }
-        guard let credentials, !Self.carriesOwnCredential(request) else {
-            return Outgoing(request: sent, generation: nil)
+        guard let credentials else { return Outgoing(request: sent, stamp: nil) }
+        if case .named = accountSource {
+            // The account's name is the transport's to read, not the origin's.
+            if sent.value(forHTTPHeaderField: AccountDirectory.header) != nil {
+                if Self.carriesOwnCredential(request) { throw AuthenticationError(.invalidAccount) }
+                sent.setValue(nil, forHTTPHeaderField: AccountDirectory.header)
+            }
         }
-        let authenticated = try await credentials.authenticate(sent)
-        if case .keyed(let account) = account, authenticated.account != account {
-            throw AuthenticationError(.identityChanged)
-        }
-        return Outgoing(request: authenticated.request, generation: authenticated.generation)
+        if Self.carriesOwnCredential(request) { return Outgoing(request: sent, stamp: nil) }
+        let authenticated = try await credentials.authenticate(sent, keyedFor: account)
+        return Outgoing(request: authenticated.request, stamp: authenticated.stamp)
     }
 
     /// Whether the app put a credential on `request` itself: it then goes out as it is.
@@ -140,19 +153,9 @@ struct KeyedRequest {
     var account: AccountIdentity?
 }
 
-/// The account a request going out was keyed for.
-enum KeyedAccount {
-    /// Stored under a key made for this account (nil: none): it goes out with that account's
-    /// credential only.
-    case keyed(String?)
-    /// Never stored: it goes out with the current credential, whatever account that is.
-    case unkeyed
-}
-
 /// A request as it goes out (``RequestPreparation/outgoing(_:keyedFor:)``).
 struct Outgoing {
     let request: URLRequest
-    /// Which credential it carries (see ``Authenticated/generation``); nil for none of the
-    /// authenticator's.
-    let generation: Int?
+    /// Which credential it carries, of which account; nil for none of the authenticator's.
+    let stamp: CredentialStamp?
 }

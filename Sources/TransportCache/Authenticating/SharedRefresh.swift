@@ -1,28 +1,24 @@
-/// One refresh that any number of requests wait for, cancelled when every one of them has left.
+/// One refresh of an account's credential that any number of requests wait for.
 ///
-/// Once left by every waiter, or ended (``end()``), it is no longer live: a request arriving then
-/// is not kept waiting for a refresh that is winding down, and is told to ask again.
+/// Once started it runs to its end: it is never cancelled, neither when every waiter leaves nor
+/// when the credential it refreshes is replaced. It runs the app's code (the authenticator's
+/// refresh, often an `await` on `URLSession.data(for:)`), and on Linux cancelling a task inside
+/// that await can deadlock the process (swift-corelibs-foundation 5412); and an authorization
+/// server that rotates refresh tokens has usually received the request already, so the only
+/// answer worth having is this refresh's own.
 final class SharedRefresh: Sendable {
     private struct State: Sendable {
         var result: Result<Void, any Error>?
         var waiters: [Int: CheckedContinuation<Void, any Error>] = [:]
         var nextID = 0
-        var task: Task<Void, Never>?
-        /// Every waiter left, or the credential it refreshes was replaced.
-        var isOver = false
     }
 
     private let state = Locked(State())
 
-    /// Whether a request may still wait for it: it has not finished, been left by every waiter or
-    /// been ended.
-    var isLive: Bool {
-        state.withLock { $0.result == nil && !$0.isOver }
-    }
-
-    /// Runs `body` as the refresh, in a task of its own.
+    /// Runs `body` as the refresh, in a task of its own that is never cancelled, then hands its
+    /// result to every waiter.
     func start(_ body: @escaping @Sendable () async throws -> Void) {
-        let task = Task {
+        Task {
             let result: Result<Void, any Error>
             do {
                 try await body()
@@ -37,28 +33,22 @@ final class SharedRefresh: Sendable {
             }
             for waiter in waiters { waiter.resume(with: result) }
         }
-        let cancelled = state.withLock { state in
-            state.task = task
-            return state.isOver
-        }
-        if cancelled { task.cancel() }
     }
 
-    /// Ends the refresh: the credential it refreshes was replaced. Its waiters get
-    /// `CancellationError` without being cancelled themselves, which tells them to ask again.
-    func end() {
-        let (waiters, task) = state.withLock { state in
-            state.isOver = true
+    /// Tells the requests waiting now to ask again (they throw ``AskAgain``): the credential it
+    /// refreshes was replaced or signed out, so its result is no longer theirs to wait for. The
+    /// refresh itself goes on; a request arriving later waits for its end as usual.
+    func releaseWaiters() {
+        let waiters = state.withLock { state in
             defer { state.waiters = [:] }
-            return (Array(state.waiters.values), state.task)
+            return Array(state.waiters.values)
         }
-        task?.cancel()
-        for waiter in waiters { waiter.resume(throwing: CancellationError()) }
+        for waiter in waiters { waiter.resume(throwing: AskAgain()) }
     }
 
-    /// Returns when the refresh has succeeded, throws its error when it failed, and
-    /// `CancellationError` at once when the calling task is cancelled or the refresh is no longer
-    /// live; the refresh is cancelled when no one is left waiting for it.
+    /// Returns once the refresh has ended (throwing its error when it failed); throws
+    /// `CancellationError` at once when the calling task is cancelled, and ``AskAgain`` when
+    /// ``releaseWaiters()`` lets it go. Leaving never cancels the refresh.
     func wait() async throws {
         let id = state.withLock { state in
             defer { state.nextID += 1 }
@@ -68,24 +58,19 @@ final class SharedRefresh: Sendable {
             try await withCheckedThrowingContinuation { continuation in
                 let now = state.withLock { state -> Result<Void, any Error>? in
                     if let result = state.result { return result }
-                    // Over, or never waited: leaving abandons nothing, even when no one waits yet
-                    // (its starter may be about to).
-                    if state.isOver || Task.isCancelled { return .failure(CancellationError()) }
+                    if Task.isCancelled { return .failure(CancellationError()) }
                     state.waiters[id] = continuation
                     return nil
                 }
                 if let now { continuation.resume(with: now) }
             }
         } onCancel: {
-            let (waiter, abandoned) = state.withLock {
-                state -> (CheckedContinuation<Void, any Error>?, Task<Void, Never>?) in
-                let waiter = state.waiters.removeValue(forKey: id)
-                guard waiter != nil, state.waiters.isEmpty, state.result == nil else { return (waiter, nil) }
-                state.isOver = true
-                return (waiter, state.task)
-            }
+            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
             waiter?.resume(throwing: CancellationError())
-            abandoned?.cancel()
         }
     }
 }
+
+/// Thrown to a request waiting for a refresh whose credential was replaced or signed out: it reads
+/// the account's state again.
+struct AskAgain: Error {}

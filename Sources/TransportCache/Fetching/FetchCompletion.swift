@@ -16,11 +16,13 @@ enum CompletionAction {
     /// The answer is one the ``RetryPolicy`` tries again: wait `delay`, then send attempt
     /// `attempt` of fetch `fetchID`. The wait becomes the load of the fetch's stage `stage`.
     case retry(fetchID: Int, attempt: Int, stage: Int, delay: Duration)
-    /// The answer refused the credential `request` carried, the `generation`-th: wait for a later
-    /// one (the one shared refresh), then send fetch `fetchID` again. The wait becomes the load of
-    /// the fetch's stage `stage`.
+    /// The answer (`refusal`) refused the credential `request` carried (`stamp`): wait for a
+    /// later one of its account (the account's one shared refresh), then send fetch `fetchID`
+    /// again; `again` when it was refused after an earlier wait. The wait becomes the load of the
+    /// fetch's stage `stage`.
     case reauthenticate(
-        fetchID: Int, stage: Int, request: URLRequest, generation: Int, credentials: any CredentialApplying)
+        fetchID: Int, stage: Int, request: URLRequest, stamp: CredentialStamp, again: Bool,
+        refusal: Result<(Data, URLResponse), any Error>)
     /// Send the fetch again: a `304` confirmed an entry that is no longer stored.
     case resend(CachedTransport.Launch)
     /// Publish the changes the answer made, resume the callers, then launch `then` (fetches of
@@ -59,8 +61,14 @@ extension CachedTransport {
 
     /// Completes fetch `fetchID` with `error`, which arose before its request was sent.
     nonisolated func fail(_ fetchID: Int, with error: any Error, url: URL) {
+        settle(fetchID, with: .failure(error), url: url)
+    }
+
+    /// Completes fetch `fetchID` with `result`, reported and read already: an error that arose
+    /// before its request was sent, or a refusal that stays its answer.
+    nonisolated func settle(_ fetchID: Int, with result: Result<(Data, URLResponse), any Error>, url: URL) {
         let action = inFlight.withLock { machine in
-            completionStep(of: fetchID, with: .failure(error), duration: .zero, in: &machine)
+            completionStep(of: fetchID, with: result, duration: .zero, in: &machine)
         }
         carryOut(action, of: url)
     }
@@ -75,10 +83,10 @@ extension CachedTransport {
         case .retry(let fetchID, let attempt, let stage, let delay):
             reporter.retrying(url, attempt: attempt, delay: delay)
             install(waitThenRetry(fetchID, after: delay), for: fetchID, stage: stage)
-        case .reauthenticate(let fetchID, let stage, let request, let generation, let credentials):
+        case .reauthenticate(let fetchID, let stage, let request, let stamp, let again, let refusal):
             install(
-                reauthenticateThenResend(fetchID, refused: request, at: generation, by: credentials), for: fetchID,
-                stage: stage)
+                reauthenticateThenResend(fetchID, refused: request, stamp: stamp, again: again, refusal: refusal),
+                for: fetchID, stage: stage)
         case .resend(let launch):
             committer.publishQueuedChanges()
             self.launch(launch)
@@ -103,9 +111,9 @@ extension CachedTransport {
         refused: Bool = false, in machine: inout FetchStateMachine
     ) -> CompletionAction {
         guard let fetch = machine.fetches[fetchID] else { return .none }  // Every caller left.
-        if refused, let (request, generation, credentials, stage) = reauthentication(of: fetch, in: &machine) {
+        if refused, let (request, stamp, stage, again) = reauthentication(of: fetch, in: &machine) {
             return .reauthenticate(
-                fetchID: fetchID, stage: stage, request: request, generation: generation, credentials: credentials)
+                fetchID: fetchID, stage: stage, request: request, stamp: stamp, again: again, refusal: result)
         }
         if let delay = retryDelay(of: fetch, after: result) {
             let (attempt, stage) = machine.attemptFailedToRetry(fetch)

@@ -204,13 +204,18 @@ struct FetchStateMachine: Sendable {
         return (fetch.attempt, fetch.nextStage())
     }
 
-    /// `fetch`'s credential was refused: it waits for a later one, once (``Fetch/hasReauthenticated``),
+    /// How often a fetch waits for a later credential after a refusal: a resend refused again
+    /// right after a refresh may start one more, within the refresh limit (an authorization
+    /// server may have revoked what the first brought), before its callers get the refusal.
+    static let maximumReauthentications = 2
+
+    /// `fetch`'s credential was refused: it waits for a later one (``Fetch/reauthentications``),
     /// and that wait becomes its load (``loadStarted(_:for:stage:)``).
-    /// - Returns: the stage of the wait; nil when it has waited for one already: the refusal is
-    ///   its answer.
+    /// - Returns: the stage of the wait; nil when it has waited as often as it may: the refusal
+    ///   is its answer.
     mutating func waitsForCredential(_ fetch: Fetch) -> Int? {
-        guard !fetch.hasReauthenticated else { return nil }
-        fetch.hasReauthenticated = true
+        guard fetch.reauthentications < Self.maximumReauthentications else { return nil }
+        fetch.reauthentications += 1
         return fetch.nextStage()
     }
 
@@ -408,8 +413,9 @@ final class Fetch: @unchecked Sendable {
     /// Started by a credential's refresh (see ``Credentials``): its requests, retries and resends
     /// included, go past the adapters and the authenticator, and a refusal is its answer.
     fileprivate(set) var bypassesPreparation = false
-    /// Whether a refusal of its credential has already refreshed and resent it: once per fetch.
-    fileprivate(set) var hasReauthenticated = false
+    /// How often a refusal of its credential has made it wait for a later one and resend
+    /// (``FetchStateMachine/maximumReauthentications`` at most).
+    fileprivate(set) var reauthentications = 0
     /// Its attempts so far, from 1 (see ``RetryPolicy``).
     fileprivate(set) var attempt = 1
     /// Its waiters' priorities, counted by priority.

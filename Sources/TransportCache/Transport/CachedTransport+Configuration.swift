@@ -284,7 +284,8 @@ extension CachedTransport.Configuration {
         /// Default: none.
         public var requestAdapters: [RequestAdapter] = []
 
-        /// The app's credentials (see ``authenticate(with:)``).
+        /// The app's credentials (see ``authenticate(with:)-(Credentials<Authenticating>)`` and
+        /// ``authenticate(with:)-(Accounts<Authenticating>)``).
         var credentials: (any CredentialApplying)?
 
         /// Puts the current credential of `credentials` on every request that goes to the network,
@@ -294,6 +295,15 @@ extension CachedTransport.Configuration {
         public mutating func authenticate<Authenticating: Authenticator>(with credentials: Credentials<Authenticating>)
         {
             self.credentials = credentials
+        }
+
+        /// Puts on every request that goes to the network the current credential of the account it
+        /// names (``Foundation/URLRequest/account``), after the ``requestAdapters``, keys every
+        /// request by that account, and refreshes each account's credential on its own (see
+        /// ``Accounts``): several accounts signed in at once. Replaces a ``Credentials`` given
+        /// before.
+        public mutating func authenticate<Authenticating: Authenticator>(with accounts: Accounts<Authenticating>) {
+            credentials = accounts
         }
 
         /// The identity settings with the defaults described on each property: no key headers,
