@@ -17,7 +17,10 @@ import FoundationNetworking
 /// - **The first frame.** When memory holds an entry the request may use, the initialiser reads
 ///   it synchronously (`CachedTransport.cachedValue(_:for:decoder:)`): the query starts
 ///   ``QueryStatus/loaded`` with its value, and a view never shows a loading state for data already in
-///   memory. Otherwise it starts ``QueryStatus/loading`` and fetches at once.
+///   memory. An entry that gives no value (a status outside 200-299, bytes that do not decode)
+///   starts it ``QueryStatus/failed`` with the `ValueDecodingError` and the memory answer's
+///   ``outcome``, and nothing is fetched. Otherwise it starts ``QueryStatus/loading`` and fetches
+///   at once.
 /// - **Changes.** It follows the transport's changes for its URL, when the transport stores its
 ///   request, until it is released or stopped: another screen's refresh, a local write, an
 ///   optimistic update and its rollback show
@@ -141,8 +144,9 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
     }
 
     /// Starts following changes, for a request the transport stores, and shows what memory holds:
-    /// its value, or else a fetch begun, which the caller starts.
-    /// - Returns: whether memory gave the value.
+    /// its value, the failure of an entry that gives none, or else a fetch begun, which the caller
+    /// starts.
+    /// - Returns: whether memory gave the answer.
     private func startFromMemory() -> Bool {
         tasks.begin()
         var next = storedState
@@ -151,10 +155,23 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
             follow(url)
             next.isFollowingChanges = true
         }
-        // An entry that gives no value (a status outside 200-299, bytes that do not decode) is
-        // fetched as a miss is: the fetch reads it again, and its failure then shows the outcome
-        // the transport gives it, which this read does not.
-        guard let answer = try? transport.cachedValue(Value.self, for: request, decoder: decoder) else {
+        let answer: (value: Value, data: Data, outcome: CacheOutcome)?
+        do {
+            answer = try transport.cachedValue(Value.self, for: request, decoder: decoder)
+        } catch let error as ValueDecodingError {
+            // An entry that gives no value (a status outside 200-299, bytes that do not decode)
+            // is memory's answer, with its outcome: a fetch would read it again and fail the same
+            // way, after a loading state shown for data already in memory.
+            next.take(error)
+            show(next)
+            return true
+        } catch {
+            // Not about the stored bytes (the app's request adapter threw, a partition that cannot
+            // be read): memory gave no answer, so it is fetched as a miss is, and the fetch's
+            // failure shows what the transport says of it.
+            answer = nil
+        }
+        guard let answer else {
             next.beginFetch()
             show(next)
             return false
@@ -348,8 +365,7 @@ public final class CachedQuery<Value: Decodable & Sendable>: Observable {
             } catch {
                 // The entry gives no value. The failure shown already (often the query's own
                 // answer, whose change is heard after it) is nothing new; another is fetched as a
-                // miss is, so that it shows the outcome the transport gives it, which this read
-                // does not.
+                // miss is, and the fetch shows it with the outcome the transport gives it.
                 if !storedState.isShowing(error) { fetch(refreshing: false, policy: .returnCacheDataElseLoad) }
             }
         }

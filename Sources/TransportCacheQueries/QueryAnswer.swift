@@ -13,9 +13,9 @@ struct QueryAnswer<Value: Sendable>: Sendable {
 }
 
 /// An answer the transport gave that yields no value (a status outside 200-299, a body that does
-/// not decode), with how the transport gave it: the `ValueDecodingError` does not carry the
-/// outcome, as a `URLError` the transport throws does, and a query shows the outcome of every
-/// answer, failures included.
+/// not decode), with how the transport gave it: the `ValueDecodingError` that
+/// `CachedTransport.value(_:for:decoder:)` throws does not carry the outcome, as a `URLError` the
+/// transport throws does, and a query shows the outcome of every answer, failures included.
 struct FailedAnswer: Error {
     let error: any Error
     let outcome: CacheOutcome

@@ -77,13 +77,15 @@ struct QueryState {
     }
 
     /// The error a failed answer shows, and the outcome the transport gave it: carried beside a
-    /// value's error (``FailedAnswer``), or in the transport's own error; nil when the transport
-    /// said nothing (an error of the app's own request adapter).
+    /// value's error (``FailedAnswer``), or in the transport's own error (a value's error read from
+    /// memory among them); nil when the transport said nothing (an error of the app's own request
+    /// adapter).
     private static func unwrapped(_ failure: any Error) -> (any Error, CacheOutcome?) {
         switch failure {
         case let failed as FailedAnswer: (failed.error, failed.outcome)
         case let error as URLError: (error, error.cacheOutcome)
         case let error as AuthenticationError: (error, error.cacheOutcome)
+        case let error as ValueDecodingError: (error, error.cacheOutcome)
         default: (failure, nil)
         }
     }

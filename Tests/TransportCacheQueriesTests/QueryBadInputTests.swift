@@ -162,6 +162,113 @@ struct QueryBadInputTests {
             ])
     }
 
+    /// A stored answer that gives no `[Article]`.
+    enum StoredFailure: String, CaseIterable, CustomTestStringConvertible, Sendable {
+        /// Bytes that do not decode, fetched from the origin.
+        case fetchedBytes
+        /// Bytes that do not decode, written by the app.
+        case writtenBytes
+        /// A `404` the origin says is fresh for a minute, stored by a transport configured to.
+        case fetchedRefusal
+
+        var testDescription: String { rawValue }
+
+        /// The error's code and what a screen tells from it.
+        var expected: (code: ValueDecodingError.Code, failure: QueryFailure) {
+            switch self {
+            case .fetchedBytes, .writtenBytes: (.decodingFailed, .invalidData)
+            case .fetchedRefusal: (.unacceptableStatus, .status(404))
+            }
+        }
+
+        /// Stores the answer for `request` in `transport`: fetched from its origin, scripted by
+        /// ``script(_:)``, or written.
+        func store(for request: URLRequest, in transport: CachedTransport) async throws {
+            switch self {
+            case .fetchedBytes, .fetchedRefusal: _ = try await transport.data(for: request)
+            case .writtenBytes: try transport.store(ProvisionalAnswer(for: request, data: Data("not JSON".utf8)))
+            }
+        }
+
+        /// Scripts `origin` to answer `articlesURL` with this failure first, then the articles "one".
+        func script(_ origin: ScriptedOrigin) {
+            let first: ScriptedOrigin.Reply =
+                switch self {
+                case .fetchedBytes, .writtenBytes: .init(headers: fresh, text: "not JSON")
+                case .fetchedRefusal: .init(status: 404, headers: fresh, text: "no articles")
+                }
+            origin.respond(to: articlesURL, with: first, .init(headers: fresh, body: articlesJSON("one")))
+        }
+    }
+
+    @Test(
+        "an entry in memory that gives no value shows failed in the first frame, from memory, and sends nothing",
+        arguments: IdentityConfiguration.allCases, StoredFailure.allCases)
+    func storedFailureShowsInTheFirstFrame(identity: IdentityConfiguration, stored: StoredFailure) async throws {
+        let origin = ScriptedOrigin()
+        stored.script(origin)
+        let transport = identity.transport(origin) { $0.storage.storableStatusCodes.insert(404) }
+        let request = URLRequest(url: articlesURL)
+        try await stored.store(for: request, in: transport)
+        let sent = origin.callCount
+        #expect(transport.statistics.entries == 1)
+
+        let query = CachedQuery([Article].self, for: request, in: transport)
+        let observed = observe(query)
+
+        #expect(query.status == .failed)
+        let error = try #require(query.error as? ValueDecodingError)
+        #expect(error.code == stored.expected.code)
+        #expect(query.failure == stored.expected.failure)
+        #expect(query.outcome?.isFromMemory == true)
+        #expect(query.outcome?.source == .memory(.fresh))
+        #expect(!query.isFetching)
+        #expect(query.value == nil)
+        #expect(query.isFollowingChanges)
+        await query.waitForFetches()
+        #expect(observed.changes == 0)
+        #expect(origin.callCount == sent)
+    }
+
+    @Test("a query that starts failed from memory shows its URL's next change, and a refresh recovers it")
+    func storedFailureFollowsAndRefreshes() async throws {
+        let origin = ScriptedOrigin()
+        StoredFailure.fetchedBytes.script(origin)
+        let transport = makeTransport(origin)
+        let request = URLRequest(url: articlesURL)
+        try await StoredFailure.fetchedBytes.store(for: request, in: transport)
+        let query = CachedQuery([Article].self, for: request, in: transport)
+        let observed = observe(query)
+
+        try transport.store(ProvisionalAnswer(for: request, value: articles("written")))
+        await observed.waitForChanges(1)
+        await query.refresh()
+
+        #expect(
+            observed.states == [
+                Shown(.failed, nil, error: "ValueDecodingError decodingFailed", .memory(.fresh)),
+                Shown(.loaded, articles("written"), .memory(.fresh)),
+                Shown(.loaded, articles("written"), fetching: true, .memory(.fresh)),
+                Shown(.loaded, articles("one"), .network(.refresh)),
+            ])
+        #expect(origin.callCount == 2)
+    }
+
+    @Test("a request the app's adapter refuses is fetched as a miss, and shows the adapter's error without an outcome")
+    func adapterErrorIsFetched() async throws {
+        struct Refused: Error {}
+        let origin = ScriptedOrigin()
+        let transport = makeTransport(origin) { $0.identity.requestAdapters = [.keyed { _ in throw Refused() }] }
+
+        let query = CachedQuery([Article].self, for: URLRequest(url: articlesURL), in: transport)
+        let observed = observe(query)
+        #expect(shown(query) == Shown(.loading, nil, fetching: true, nil))
+        await query.waitForFetches()
+
+        #expect(observed.states.last == Shown(.failed, nil, error: "Refused", nil))
+        #expect(origin.callCount == 0)
+    }
+
     @Test("a GET with its own conditions is never stored, so its query never follows changes")
     func conditionalGETNeverFollows() async throws {
         let origin = ScriptedOrigin()

@@ -286,12 +286,20 @@ extension URLError {
 }
 
 extension Error {
-    /// This error carrying `outcome` when it is a `URLError` or an ``AuthenticationError``; any
-    /// other error as it is (`CancellationError` among them).
+    /// This error carrying `outcome` when it is a `URLError`, an ``AuthenticationError`` or a
+    /// ``ValueDecodingError``; any other error as it is (`CancellationError` among them).
     func carrying(_ outcome: CacheOutcome) -> any Error {
-        if let error = self as? URLError { return error.carrying(outcome) }
-        guard var error = self as? AuthenticationError else { return self }
-        error.cacheOutcome = outcome
-        return error
+        switch self {
+        case let error as URLError:
+            return error.carrying(outcome)
+        case var error as AuthenticationError:
+            error.cacheOutcome = outcome
+            return error
+        case var error as ValueDecodingError:
+            error.cacheOutcome = outcome
+            return error
+        default:
+            return self
+        }
     }
 }

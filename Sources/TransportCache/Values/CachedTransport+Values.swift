@@ -194,6 +194,10 @@ extension CachedTransport {
 
     /// What ``cachedValue(_:for:decoder:)`` finds, telling an entry another caller is decoding
     /// from no entry the request may use: the former can be waited for without a fetch.
+    ///
+    /// The ``ValueDecodingError`` of an entry that gives no value carries the memory answer's
+    /// outcome (`cacheOutcome`), the one its value would have carried: that failure is the answer,
+    /// and a caller shows it as one, without fetching.
     package nonisolated func lookUpCachedValue<Value: Decodable & Sendable>(
         _ type: Value.Type,
         for request: URLRequest,
@@ -217,7 +221,7 @@ extension CachedTransport {
                 try decodeHere(type, from: entry.data, response: entry.response, url: url, decoder: decoder)
             }
             finishClaimedDecode(result, of: entry, key: entry.key, valueKey: valueKey, decoder: decoder)
-            return .value(try result.get(), data: entry.data, outcome: outcome)
+            return .value(try result.mapError { $0.carrying(outcome) }.get(), data: entry.data, outcome: outcome)
         case .busy:
             return .decodingElsewhere(outcome: outcome) {
                 try await self.sharedDecode(

@@ -31,6 +31,10 @@ public struct ValueDecodingError: Error, Sendable, CustomStringConvertible {
     public let statusCode: Int?
     /// The decoder's error, for ``Code/decodingFailed``.
     public let underlyingError: (any Error)?
+    /// The outcome of the memory answer whose entry gave no value, when
+    /// ``CachedTransport/lookUpCachedValue(_:for:decoder:)`` threw the error: the answer came from
+    /// memory, and a screen shows that answer's failure with its outcome without fetching.
+    package internal(set) var cacheOutcome: CacheOutcome?
 
     /// An error for a value of `type` that could not be made from the answer to `url`: the
     /// transport makes these, and so can code that decodes an answer the transport did not
