@@ -33,17 +33,22 @@ lookup=$(instructions dictionary)
 listening=$(instructions hit-listening)
 adapter=$(instructions hit-adapter)
 keyed=$(instructions hit-keyed-adapter)
+header=$(instructions hit-keyed-header)
+accounts=$(instructions hit-accounts)
 authenticator=$(instructions hit-authenticator)
 partitions=$(instructions hit-partitions)
-python3 - "$hit" "$lookup" "$listening" "$adapter" "$keyed" "$authenticator" "$partitions" "$count" <<'PY'
+python3 - "$hit" "$lookup" "$listening" "$adapter" "$keyed" "$header" "$accounts" "$authenticator" "$partitions" "$count" <<'PY'
 import sys
-hit, lookup, listening, adapter, keyed, authenticator, partitions, count = (int(value) for value in sys.argv[1:])
+hit, lookup, listening, adapter, keyed, header, accounts, authenticator, partitions, count = (
+    int(value) for value in sys.argv[1:])
 print(f"instructions per hit: {hit / count:.0f}")
 print(f"instructions per Dictionary<String, Data> lookup: {lookup / count:.0f}")
 print(f"ratio: {hit / lookup:.1f}x")
 print(f"instructions per hit with one events() listener: {listening / count:.0f}")
 print(f"instructions per hit with one sending adapter adding a header: {adapter / count:.0f} ({adapter / hit:.2f}x)")
 print(f"instructions per hit with one keyed adapter adding a header: {keyed / count:.0f} ({keyed / hit:.2f}x)")
+print(f"instructions per hit with one keyed header: {header / count:.0f} ({header / hit:.2f}x)")
+print(f"instructions per hit of one of several accounts: {accounts / count:.0f} ({accounts / hit:.2f}x)")
 print(f"instructions per hit with an authenticator: {authenticator / count:.0f} ({authenticator / hit:.2f}x)")
 print(f"instructions per hit with an authenticator and partitions: {partitions / count:.0f} ({partitions / hit:.2f}x)")
 PY

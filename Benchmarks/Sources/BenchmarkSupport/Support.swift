@@ -234,6 +234,24 @@ public func keyedAdapterConfiguration() -> CachedTransport.Configuration {
     return configuration
 }
 
+/// A configuration whose one keyed header (``RequestAdapter/header(_:value:)``) gives a header's
+/// value on every call, a hit included.
+public func keyedHeaderConfiguration() -> CachedTransport.Configuration {
+    var configuration = CachedTransport.Configuration()
+    configuration.identity.requestAdapters = [.header("X-App-Version") { _ in "4.2" }]
+    return configuration
+}
+
+/// A configuration with several accounts signed in at once, "user" among them: requests name
+/// "user" (``Foundation/URLRequest/account``).
+public func accountsConfiguration() -> CachedTransport.Configuration {
+    let accounts = Accounts(BearerAuthenticator())
+    for name in ["user", "other", "third"] { try? accounts.setCredential("\(name)-1", for: name) }
+    var configuration = CachedTransport.Configuration()
+    configuration.identity.authenticate(with: accounts)
+    return configuration
+}
+
 /// A configuration with a bearer token's credentials, in the user's partition when `partitioned`.
 public func credentialsConfiguration(partitioned: Bool) -> CachedTransport.Configuration {
     var configuration = CachedTransport.Configuration()

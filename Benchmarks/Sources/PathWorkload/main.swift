@@ -16,6 +16,9 @@ import TransportCache
 //     PathWorkload hit-adapter 100000  the same through one sending adapter that adds a header
 //     PathWorkload hit-keyed-adapter 100000
 //                                      the same through one keyed adapter that adds a header
+//     PathWorkload hit-keyed-header 100000
+//                                      the same through one keyed header (RequestAdapter.header)
+//     PathWorkload hit-accounts 100000 the same, requests naming one of three accounts signed in
 //     PathWorkload hit-authenticator 100000
 //                                      the same with a bearer token's credentials (and
 //                                      hit-partitions: in a partition)
@@ -43,7 +46,7 @@ let arguments = CommandLine.arguments.dropFirst()
 guard let mode = arguments.first, let count = arguments.dropFirst().first.flatMap(Int.init) else {
     FileHandle.standardError.write(
         Data(
-            "usage: PathWorkload hit|hit-listening|hit-adapter|hit-keyed-adapter|hit-authenticator|hit-partitions|dictionary|hot-hit|hot-dictionary|miss|plain-miss|miss-alternating|slow-miss|plain-slow-miss|coalesce|coalesce-warm|floor COUNT [ROUNDS]\n"
+            "usage: PathWorkload hit|hit-listening|hit-adapter|hit-keyed-adapter|hit-keyed-header|hit-accounts|hit-authenticator|hit-partitions|dictionary|hot-hit|hot-dictionary|miss|plain-miss|miss-alternating|slow-miss|plain-slow-miss|coalesce|coalesce-warm|floor COUNT [ROUNDS]\n"
                 .utf8))
     exit(2)
 }
@@ -119,19 +122,25 @@ func run() async throws {
     let clock = ContinuousClock()
     var elapsed = Duration.zero
     switch mode {
-    case "hit", "hit-listening", "hit-adapter", "hit-keyed-adapter", "hit-authenticator", "hit-partitions":
+    case "hit", "hit-listening", "hit-adapter", "hit-keyed-adapter", "hit-keyed-header", "hit-accounts",
+        "hit-authenticator", "hit-partitions":
         // As in the benchmark, 1,000 stored entries; each is asked for in turn, so that the count
         // does not depend on how one key's hash happens to fall (the origin's port changes it).
         let configuration =
             switch mode {
             case "hit-adapter": adapterConfiguration()
             case "hit-keyed-adapter": keyedAdapterConfiguration()
+            case "hit-keyed-header": keyedHeaderConfiguration()
+            case "hit-accounts": accountsConfiguration()
             case "hit-authenticator": credentialsConfiguration(partitioned: false)
             case "hit-partitions": credentialsConfiguration(partitioned: true)
             default: CachedTransport.Configuration()
             }
         let transport = CachedTransport(configuration: configuration)
-        let all = requests(on: origin, count: 1_000)
+        var all = requests(on: origin, count: 1_000)
+        if mode == "hit-accounts" {
+            for index in all.indices { all[index].account = "user" }
+        }
         try await prime(transport, with: all)
         // Hits need no origin; stopped, its timers do not run during the count.
         await origin.stop()

@@ -8,6 +8,11 @@ import FoundationNetworking
 ///
 /// An adapter is one of two kinds, and the difference is whether it shapes the cache key:
 ///
+/// - **A keyed header** (``header(_:value:)``) gives the value of one header: a language, a
+///   tenant, an API version. It is synchronous, runs on every call that takes a request before
+///   its key is built, and its header is part of the key. A hit puts the value in the key only;
+///   the header is set on the request when one is made to go out or be stored. Prefer it to a
+///   keyed adapter for what only sets headers: a hit through it costs about what a plain hit does.
 /// - **A keyed adapter** (``keyed(_:)``) is synchronous and runs on every call that takes a
 ///   request, before its key is built: ``CachedTransport/data(for:)``, the value calls,
 ///   ``CachedTransport/cachedValue(_:for:decoder:)`` and a query's first frame, invalidation,
@@ -26,7 +31,8 @@ import FoundationNetworking
 ///   ``AuthenticationError/Code/identityChanged`` and nothing is sent.
 ///
 /// The keyed adapters run first, in their order in ``CachedTransport/Configuration/Identity/requestAdapters``,
-/// then, for a request that goes out, the sending ones in theirs, then the credential
+/// then the keyed headers in theirs (each sets its header, or takes it off for nil, over what the
+/// request carries), then, for a request that goes out, the sending ones in theirs, then the credential
 /// (``CachedTransport/Configuration/Identity/authenticate(with:)``). An adapter that throws fails its
 /// call with that error (a synchronous read included; ``CachedTransport/invalidate(_:)-(URLRequest)``
 /// then drops nothing): nothing is sent or stored.
@@ -34,7 +40,7 @@ import FoundationNetworking
 /// ```swift
 /// var configuration = CachedTransport.Configuration()
 /// configuration.identity.requestAdapters = [
-///     .keyed { request in request.setValue("de", forHTTPHeaderField: "Accept-Language") },
+///     .header("Accept-Language") { _ in "de" },
 ///     RequestAdapter { request in
 ///         var request = request
 ///         request.setValue("ios/4.2", forHTTPHeaderField: "X-Client")
@@ -44,10 +50,12 @@ import FoundationNetworking
 /// ```
 public struct RequestAdapter: Sendable {
     typealias Keyed = @Sendable (inout URLRequest) throws -> Void
+    typealias Header = @Sendable (URLRequest) throws -> String?
     typealias Sending = nonisolated(nonsending) @Sendable (URLRequest) async throws -> URLRequest
 
     enum Step: Sendable {
         case keyed(Keyed)
+        case header(String, Header)
         case sending(Sending)
     }
 
@@ -62,6 +70,19 @@ public struct RequestAdapter: Sendable {
     /// A keyed adapter: `adapt` changes the request before its key is built, on every call.
     public static func keyed(_ adapt: @escaping @Sendable (inout URLRequest) throws -> Void) -> RequestAdapter {
         RequestAdapter(step: .keyed(adapt))
+    }
+
+    /// A keyed header: `value` gives the value of the header `name` for a request, on every
+    /// call, before its key is built; nil takes the header off. `name` joins the key headers
+    /// (``CachedTransport/Configuration/Identity/keyHeaders``). It must be quick: a hit runs it.
+    ///
+    /// ```swift
+    /// configuration.identity.requestAdapters = [.header("X-Tenant") { _ in tenant.current }]
+    /// ```
+    public static func header(_ name: String, value: @escaping @Sendable (URLRequest) throws -> String?)
+        -> RequestAdapter
+    {
+        RequestAdapter(step: .header(name, value))
     }
 
     private init(step: Step) {

@@ -17,6 +17,8 @@ import FoundationNetworking
 /// suspends.
 final class RequestPreparation: Sendable {
     let keyedAdapters: [RequestAdapter.Keyed]
+    /// The keyed headers (``RequestAdapter/header(_:value:)``), in their order.
+    let headerAdapters: [HeaderAdapter]
     let sendingAdapters: [RequestAdapter.Sending]
     let credentials: (any CredentialApplying)?
     /// Where the credentials find a request's account, read by every call.
@@ -36,14 +38,18 @@ final class RequestPreparation: Sendable {
             return nil
         }
         var keyedAdapters: [RequestAdapter.Keyed] = []
+        var headerAdapters: [HeaderAdapter] = []
         var sendingAdapters: [RequestAdapter.Sending] = []
         for adapter in configuration.identity.requestAdapters {
             switch adapter.step {
             case .keyed(let adapt): keyedAdapters.append(adapt)
+            case .header(let name, let value):
+                headerAdapters.append(HeaderAdapter(name: name, value: value, keyHeaders: keyHeaders))
             case .sending(let adapt): sendingAdapters.append(adapt)
             }
         }
         self.keyedAdapters = keyedAdapters
+        self.headerAdapters = headerAdapters
         self.sendingAdapters = sendingAdapters
         credentials = configuration.identity.credentials
         accountSource = configuration.identity.credentials?.accountSource
@@ -57,10 +63,17 @@ final class RequestPreparation: Sendable {
     /// refresh is keyed as it is, in no account: it never shares a key or a fetch with the requests
     /// that wait for that refresh.
     /// - Throws: an adapter's error; ``AuthenticationError/Code/partitionUnavailable``.
-    @inline(__always)
     func keyed(_ request: URLRequest) throws -> KeyedRequest {
+        try keyedLazily(request).materialized
+    }
+
+    /// `request` as ``keyed(_:)`` makes it, but for the keyed headers, whose values are carried
+    /// beside it (``KeyedRequest/headers``) rather than set on it: a hit puts them in the key
+    /// only, and a request that is kept or sent is made with them (``KeyedRequest/materialized``).
+    @inline(__always)
+    func keyedLazily(_ request: URLRequest) throws -> KeyedRequest {
         if Self.isRefreshing { return KeyedRequest(request: request, account: nil) }
-        guard keyedAdapters.isEmpty else { return try keyed(adapting: request) }
+        guard keyedAdapters.isEmpty, headerAdapters.isEmpty else { return try keyed(adapting: request) }
         guard let accountSource else { return KeyedRequest(request: request, account: nil) }
         return KeyedRequest(request: request, account: try account(of: request, in: accountSource))
     }
@@ -73,7 +86,7 @@ final class RequestPreparation: Sendable {
         if case .named = accountSource { return try keyed(request) }
         var request = request
         for adapt in keyedAdapters { try adapt(&request) }
-        return KeyedRequest(request: request, account: account)
+        return KeyedRequest(request: request, account: account, headers: try headers(of: request)).materialized
     }
 
     /// The account of the current credential, as ``keyed(_:)`` reads it; nil when each request
@@ -89,7 +102,17 @@ final class RequestPreparation: Sendable {
     private func keyed(adapting request: URLRequest) throws -> KeyedRequest {
         var request = request
         for adapt in keyedAdapters { try adapt(&request) }
-        return KeyedRequest(request: request, account: try accountSource.flatMap { try account(of: request, in: $0) })
+        return KeyedRequest(
+            request: request, account: try accountSource.flatMap { try account(of: request, in: $0) },
+            headers: try headers(of: request))
+    }
+
+    /// The values the keyed headers give `request`; nil without keyed headers.
+    private func headers(of request: URLRequest) throws -> KeyedHeaders? {
+        guard let first = headerAdapters.first else { return nil }
+        var headers = KeyedHeaders(adapters: headerAdapters, first: try first.value(request))
+        for adapter in headerAdapters.dropFirst() { headers.others.append(try adapter.value(request)) }
+        return headers
     }
 
     /// The account of `request`: the current credential's, or the one it names. A request with
@@ -151,6 +174,59 @@ final class RequestPreparation: Sendable {
 struct KeyedRequest {
     var request: URLRequest
     var account: AccountIdentity?
+    /// The values of the keyed headers, not yet set on ``request``
+    /// (``RequestPreparation/keyedLazily(_:)``); nil once set, or without keyed headers.
+    var headers: KeyedHeaders?
+
+    init(request: URLRequest, account: AccountIdentity?, headers: KeyedHeaders? = nil) {
+        self.request = request
+        self.account = account
+        self.headers = headers
+    }
+
+    /// The same, with the keyed headers set on its request.
+    var materialized: KeyedRequest {
+        guard let headers else { return self }
+        return KeyedRequest(request: headers.applied(to: request), account: account)
+    }
+}
+
+/// One keyed header (``RequestAdapter/header(_:value:)``): its name, its place among the key
+/// headers, and what gives its value.
+final class HeaderAdapter: Sendable {
+    let name: String
+    /// Its place in ``KeyHeaders/names``.
+    let position: Int
+    let value: RequestAdapter.Header
+
+    init(name: String, value: @escaping RequestAdapter.Header, keyHeaders: KeyHeaders) {
+        self.name = name
+        self.value = value
+        // Present: the transport makes every keyed header's name a key header.
+        position = keyHeaders.names.firstIndex(of: name.lowercased()) ?? 0
+    }
+}
+
+/// The values the keyed headers gave one request, carried beside it until it is kept or sent.
+/// The first is held apart, so that one keyed header costs a hit no allocation.
+struct KeyedHeaders {
+    let adapters: [HeaderAdapter]
+    var first: String?
+    var others: [String?] = []
+
+    /// Calls `body` with each keyed header and its value.
+    @inline(__always)
+    func forEach(_ body: (HeaderAdapter, String?) -> Void) {
+        body(adapters[0], first)
+        for (index, value) in others.enumerated() { body(adapters[index + 1], value) }
+    }
+
+    /// `request` with each keyed header set to its value (taken off for nil).
+    func applied(to request: URLRequest) -> URLRequest {
+        var request = request
+        forEach { adapter, value in request.setValue(value, forHTTPHeaderField: adapter.name) }
+        return request
+    }
 }
 
 /// A request as it goes out (``RequestPreparation/outgoing(_:keyedFor:)``).

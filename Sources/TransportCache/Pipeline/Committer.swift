@@ -263,11 +263,14 @@ final class Committer: Sendable {
     /// the key in flight no longer stores its (older) answer; under an update, it puts its answer
     /// under it instead (what the update rolls back to). While updates of a key are pending, an
     /// answer written without one becomes their base. Announces changed bytes.
-    /// - Parameter signOuts: what ``OptimisticLayers/signOuts`` was when the update that gives
+    /// - Parameter signOuts: what ``OptimisticLayers/signOuts`` was when the write that gives
     ///   these answers began: an answer of a partition signed out since is not written.
-    func commitLocal(_ answers: [StoredResponse], update: Int? = nil, signOuts: Int? = nil) {
-        inFlight.withLock { machine in
+    /// - Returns: false when an answer was not written because its partition was signed out.
+    @discardableResult
+    func commitLocal(_ answers: [StoredResponse], update: Int? = nil, signOuts: Int? = nil) -> Bool {
+        let allWritten = inFlight.withLock { machine in
             var answers = answers
+            let given = answers.count
             if let signOuts {
                 answers.removeAll { entry in optimistic.withLock { $0.wasSignedOut(entry.key, since: signOuts) } }
             }
@@ -292,8 +295,10 @@ final class Committer: Sendable {
                 }
                 show(entry, replacing: nil)
             }
+            return answers.count == given
         }
         publishQueuedChanges()
+        return allWritten
     }
 
     /// Ends optimistic update `update` of `keys`: with the origin's answers in `confirmed` (by

@@ -39,8 +39,12 @@ final class RequestPlanner: Sendable {
     /// The plan for `request`, a request ``RequestPreparation/keyed(_:)`` made, of `account`;
     /// `refreshing` for ``CachedTransport/refresh(_:)``.
     /// - Throws: `URLError(.badURL)` for a request without a URL.
-    func plan(_ request: URLRequest, account: AccountIdentity? = nil, refreshing: Bool = false) throws -> Plan {
-        try plan(request, account: account, refreshing: refreshing, prefetching: false)
+    /// - Parameter headers: the values of its keyed headers, when not set on it yet: they are put
+    ///   in the key, and set on the request of a plan that goes to the network.
+    func plan(
+        _ request: URLRequest, account: AccountIdentity? = nil, headers: KeyedHeaders? = nil, refreshing: Bool = false
+    ) throws -> Plan {
+        try plan(request, account: account, headers: headers, refreshing: refreshing, prefetching: false)
     }
 
     /// The plan for `request` (see ``plan(_:account:refreshing:)``) made for
@@ -48,22 +52,37 @@ final class RequestPlanner: Sendable {
     /// entry it finds keeps its place and stays unread), and is answered from memory only by a
     /// fresh entry.
     func prefetchPlan(_ request: URLRequest, account: AccountIdentity?) throws -> Plan {
-        try plan(request, account: account, refreshing: false, prefetching: true)
+        try plan(request, account: account, headers: nil, refreshing: false, prefetching: true)
     }
 
     /// The one classification both plans share; inlined into each, so that a hit's plan pays
     /// nothing for the prefetch's.
+    ///
+    /// A request whose keyed headers' values are given apart (`headers`) is keyed with them, and
+    /// every plan but a memory answer is made for the request with them set
+    /// (``KeyedHeaders/applied(to:)``): a hit never builds a request.
     @inline(__always)
     private func plan(
-        _ request: URLRequest, account: AccountIdentity?, refreshing: Bool, prefetching: Bool
+        _ request: URLRequest, account: AccountIdentity?, headers: KeyedHeaders?, refreshing: Bool, prefetching: Bool
     ) throws -> Plan {
         guard let url = request.url else {
             if !prefetching { store.record { $0.requests += 1 } }
             throw URLError(.badURL).carrying(CacheOutcome(source: .passedThrough(.notHTTP)))
         }
+        if let headers {
+            // Only a `GET` or `HEAD` without conditions can be a hit; any other is planned whole.
+            let method = request.httpMethod ?? "GET"
+            guard method == "GET" || method == "HEAD" else {
+                return try plan(
+                    headers.applied(to: request), account: account, headers: nil, refreshing: refreshing,
+                    prefetching: prefetching)
+            }
+        }
         let method = request.httpMethod ?? "GET"
         let fields = request.allHTTPHeaderFields
-        guard var key = CacheKey(method: method, url: url, fields: fields, account: account, keyHeaders: keyHeaders)
+        guard
+            var key = CacheKey(
+                method: method, url: url, fields: fields, account: account, keyHeaders: keyHeaders, headers: headers)
         else {
             return send(request, url: url, because: .notHTTP, account: account)
         }
@@ -75,6 +94,12 @@ final class RequestPlanner: Sendable {
             }
         }
         let directives = RequestDirectives(fields)
+        if let headers, directives.bypass != nil || reading(request.cachePolicy, directives, refreshing: refreshing).1 != nil {
+            // Not a hit: planned whole, for the request with its keyed headers.
+            return try plan(
+                headers.applied(to: request), account: account, headers: nil, refreshing: refreshing,
+                prefetching: prefetching)
+        }
         if let bypass = directives.bypass {
             if bypass == .requestConditions, !refreshing, !prefetching,
                 let answer = conditionalAnswer(request, method: method, key: key, directives: directives)
@@ -105,10 +130,11 @@ final class RequestPlanner: Sendable {
         if case .httpRules(let cacheControl) = acceptance, cacheControl?.onlyIfCached == true {
             return .gatewayTimeout(url)
         }
+        let sent = headers?.applied(to: request) ?? request
         return .fetch(
             FetchPlan(
-                request: request, key: key, fields: fields, reason: missReason, acceptance: acceptance,
-                isObserved: isObserved))
+                request: sent, key: key, fields: headers == nil ? fields : sent.allHTTPHeaderFields,
+                reason: missReason, acceptance: acceptance, isObserved: isObserved))
     }
 
     /// With HTTP caching, the answer to a request's own `If-None-Match`, `If-Modified-Since` or

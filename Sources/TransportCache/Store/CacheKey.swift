@@ -141,18 +141,43 @@ struct KeyHeaders: Sendable {
     /// marker. A request with no key header of its own holds the account alone, made once for
     /// every key of it, so that a hit with credentials builds no array. A request that carries its
     /// own `Authorization` is the app's to authenticate: keyed by that header, in no account.
+    ///
+    /// The values of keyed headers (`headers`, not set on the request yet) replace the request's
+    /// own values of their names.
     @inline(__always)
-    func identity(fields: [String: String]?, account: AccountIdentity?) -> [String?] {
+    func identity(fields: [String: String]?, account: AccountIdentity?, headers: KeyedHeaders? = nil) -> [String?] {
+        if let headers { return identity(fields: fields, account: account, setting: headers) }
         guard let account else { return values(in: fields) }
         return identity(fields: fields, appending: account)
     }
 
     @inline(never)
     private func identity(fields: [String: String]?, appending account: AccountIdentity) -> [String?] {
-        let values = values(in: fields)
+        identity(values(in: fields), appending: account)
+    }
+
+    @inline(__always)
+    private func identity(_ values: [String?], appending account: AccountIdentity) -> [String?] {
         if values.isEmpty { return account.alone }
         if let authorization, values[authorization] != nil { return values }
         return values + [account.marker]
+    }
+
+    @inline(never)
+    private func identity(fields: [String: String]?, account: AccountIdentity?, setting headers: KeyedHeaders)
+        -> [String?]
+    {
+        var values = values(in: fields)
+        headers.forEach { adapter, value in
+            if values.isEmpty {
+                if value == nil { return }
+                values = Array(repeating: nil, count: names.count)
+            }
+            values[adapter.position] = value.map { Vary.normalized($0, lowercasedName: names[adapter.position]) }
+        }
+        if !values.isEmpty, !values.contains(where: { $0 != nil }) { values = [] }
+        guard let account else { return values }
+        return identity(values, appending: account)
     }
 
     /// The values of the key headers in `fields`, aligned with ``names``; empty when none is set.
@@ -184,9 +209,14 @@ extension CacheKey {
     /// The key of `request`, sent with `method` to `url` with header fields `fields` for
     /// `account`, or nil for another scheme or a URL that cannot be normalised. Every key of a
     /// request is made here.
-    init?(method: String, url: URL, fields: [String: String]?, account: AccountIdentity?, keyHeaders: KeyHeaders) {
+    init?(
+        method: String, url: URL, fields: [String: String]?, account: AccountIdentity?, keyHeaders: KeyHeaders,
+        headers: KeyedHeaders? = nil
+    ) {
         guard let normalized = URLNormalization.normalized(url, httpOnly: true) else { return nil }
-        self.init(method: method, url: normalized, identity: keyHeaders.identity(fields: fields, account: account))
+        self.init(
+            method: method, url: normalized,
+            identity: keyHeaders.identity(fields: fields, account: account, headers: headers))
     }
 
     /// The key of `request` for `account`; see ``init(method:url:fields:account:keyHeaders:)``.

@@ -284,6 +284,14 @@ extension CachedTransport.Configuration {
         /// Default: none.
         public var requestAdapters: [RequestAdapter] = []
 
+        /// The names of the keyed headers among ``requestAdapters``: key headers too.
+        var keyedHeaderNames: Set<String> {
+            Set(
+                requestAdapters.compactMap { adapter in
+                    if case .header(let name, _) = adapter.step { name } else { nil }
+                })
+        }
+
         /// The app's credentials (see ``authenticate(with:)-(Credentials<Authenticating>)`` and
         /// ``authenticate(with:)-(Accounts<Authenticating>)``).
         var credentials: (any CredentialApplying)?

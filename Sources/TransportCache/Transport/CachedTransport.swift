@@ -135,7 +135,7 @@ public actor CachedTransport {
     /// - Parameter connectionsPerHost: what ``Configuration/Network/maximumFetchesPerHost`` is
     ///   when the configuration leaves it nil: the session's `httpMaximumConnectionsPerHost`.
     package init(configuration: Configuration, loader: any NetworkLoading, connectionsPerHost: Int = 6) {
-        let keyHeaders = KeyHeaders(extra: configuration.identity.keyHeaders)
+        let keyHeaders = KeyHeaders(extra: configuration.identity.keyHeaders.union(configuration.identity.keyedHeaderNames))
         let policy = FreshnessPolicy(configuration)
         let store = ResponseStore(
             memoryCapacity: configuration.storage.memoryCapacity,
@@ -226,24 +226,24 @@ public actor CachedTransport {
     public nonisolated(nonsending) func data(for request: URLRequest) async throws -> (Data, URLResponse) {
         // Without adapters or credentials the request is used as it is, not copied into a
         // ``KeyedRequest``: a retain and a release a hit need not pay.
-        guard let preparation else { return try await answer(request, account: nil) }
-        let keyed = try preparation.keyed(request)
-        return try await answer(keyed.request, account: keyed.account)
+        guard let preparation else { return try await answer(request, account: nil, headers: nil) }
+        let keyed = try preparation.keyedLazily(request)
+        return try await answer(keyed.request, account: keyed.account, headers: keyed.headers)
     }
 
-    /// ``data(for:)`` of a request as every call keys it.
+    /// ``data(for:)`` of a request as every call keys it, its keyed headers' values beside it.
     @inline(__always)
-    private nonisolated(nonsending) func answer(_ request: URLRequest, account: AccountIdentity?) async throws -> (
-        Data, URLResponse
-    ) {
-        let plan = try planner.plan(request, account: account)
+    private nonisolated(nonsending) func answer(
+        _ request: URLRequest, account: AccountIdentity?, headers: KeyedHeaders?
+    ) async throws -> (Data, URLResponse) {
+        let plan = try planner.plan(request, account: account, headers: headers)
         // A hit returns without entering another async function, whose frame would come from the
         // task allocator: the path that must cost least runs as plain calls.
         if case .memory(let answer) = plan {
             if answer.isObserved { reporter.answered(request.url, answer.response) }
-            return answered(answer, to: request)
+            return answered(answer, to: request, headers: headers)
         }
-        return try await perform(plan, of: request)
+        return try await perform(plan, of: headers?.applied(to: request) ?? request)
     }
 
     /// `request` as every call that takes a request or makes a key sees it: the one boundary
@@ -324,10 +324,15 @@ public actor CachedTransport {
             try planner.plan(keyed.request, account: keyed.account, refreshing: true), of: keyed.request)
     }
 
-    /// Hands over a stored answer to `request`, starting its background revalidation when it was
-    /// answered within the stale-while-revalidate window.
-    nonisolated func answered(_ answer: MemoryAnswer, to request: URLRequest) -> (Data, URLResponse) {
-        if case .staleWhileRevalidate = answer.reason { revalidateInBackground(answer, of: request) }
+    /// Hands over a stored answer to `request` (whose keyed headers' values are `headers`, when
+    /// not set on it), starting its background revalidation when it was answered within the
+    /// stale-while-revalidate window.
+    nonisolated func answered(_ answer: MemoryAnswer, to request: URLRequest, headers: KeyedHeaders? = nil) -> (
+        Data, URLResponse
+    ) {
+        if case .staleWhileRevalidate = answer.reason {
+            revalidateInBackground(answer, of: headers?.applied(to: request) ?? request)
+        }
         return (answer.data, answer.response)
     }
 

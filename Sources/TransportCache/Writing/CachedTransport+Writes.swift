@@ -52,9 +52,14 @@ extension CachedTransport {
     /// try transport.store(ProvisionalAnswer(for: URLRequest(url: articlesURL), value: articles))
     /// ```
     ///
-    /// - Throws: ``LocalWriteError``; then nothing is written.
+    /// - Throws: ``LocalWriteError``; ``AuthenticationError/Code/signedOut`` when the account it is
+    ///   keyed for was signed out while it was written; the errors of keying its request (see
+    ///   ``RequestAdapter``, ``Accounts``). Then nothing is written.
     public nonisolated func store(_ answer: ProvisionalAnswer) throws {
-        committer.commitLocal([try entry(for: answer, keyed: try keyed(answer.request))])
+        // Read before the request is keyed: a sign-out of its account from then on refuses it.
+        let signOuts = committer.optimistic.withLock { $0.signOuts }
+        let entry = try entry(for: answer, keyed: try keyed(answer.request))
+        if !committer.commitLocal([entry], signOuts: signOuts) { throw AuthenticationError(.signedOut) }
     }
 
     /// Shows `provisional` at once, everywhere, then runs `write` (usually the `POST` or `PUT` that
@@ -95,6 +100,9 @@ extension CachedTransport {
         write: () async throws -> Output,
         confirmed: (Output) throws -> [ProvisionalAnswer]? = { _ in nil }
     ) async throws -> Output {
+        // Read before anything is keyed: a sign-out of the update's account from then on leaves
+        // nothing of it.
+        let signOuts = committer.optimistic.withLock { $0.signOuts }
         // Every answer of the update, the confirmed ones too, is keyed for the account it began
         // with: a credential of another account set while the write runs never gets them.
         let account = try preparation?.currentAccount
@@ -109,8 +117,8 @@ extension CachedTransport {
             entries.append(entry)
         }
         let keys = entries.map(\.key)
-        let (update, signOuts) = committer.optimistic.withLock { ($0.nextID(), $0.signOuts) }
-        committer.commitLocal(entries, update: update)
+        let update = committer.optimistic.withLock { $0.nextID() }
+        committer.commitLocal(entries, update: update, signOuts: signOuts)
         let output: Output
         do {
             output = try await write()
