@@ -216,7 +216,7 @@ struct KeyedHeaders {
 
     /// Calls `body` with each keyed header and its value.
     @inline(__always)
-    func forEach(_ body: (HeaderAdapter, String?) -> Void) {
+    func forEachValue(_ body: (HeaderAdapter, String?) -> Void) {
         body(adapters[0], first)
         for (index, value) in others.enumerated() { body(adapters[index + 1], value) }
     }
@@ -224,7 +224,7 @@ struct KeyedHeaders {
     /// `request` with each keyed header set to its value (taken off for nil).
     func applied(to request: URLRequest) -> URLRequest {
         var request = request
-        forEach { adapter, value in request.setValue(value, forHTTPHeaderField: adapter.name) }
+        forEachValue { adapter, value in request.setValue(value, forHTTPHeaderField: adapter.name) }
         return request
     }
 }

@@ -94,7 +94,9 @@ final class RequestPlanner: Sendable {
             }
         }
         let directives = RequestDirectives(fields)
-        if let headers, directives.bypass != nil || reading(request.cachePolicy, directives, refreshing: refreshing).1 != nil {
+        if let headers,
+            directives.bypass != nil || reading(request.cachePolicy, directives, refreshing: refreshing).1 != nil
+        {
             // Not a hit: planned whole, for the request with its keyed headers.
             return try plan(
                 headers.applied(to: request), account: account, headers: nil, refreshing: refreshing,

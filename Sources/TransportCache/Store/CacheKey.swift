@@ -168,7 +168,7 @@ struct KeyHeaders: Sendable {
         -> [String?]
     {
         var values = values(in: fields)
-        headers.forEach { adapter, value in
+        headers.forEachValue { adapter, value in
             if values.isEmpty {
                 if value == nil { return }
                 values = Array(repeating: nil, count: names.count)

@@ -135,7 +135,8 @@ public actor CachedTransport {
     /// - Parameter connectionsPerHost: what ``Configuration/Network/maximumFetchesPerHost`` is
     ///   when the configuration leaves it nil: the session's `httpMaximumConnectionsPerHost`.
     package init(configuration: Configuration, loader: any NetworkLoading, connectionsPerHost: Int = 6) {
-        let keyHeaders = KeyHeaders(extra: configuration.identity.keyHeaders.union(configuration.identity.keyedHeaderNames))
+        let keyHeaders = KeyHeaders(
+            extra: configuration.identity.keyHeaders.union(configuration.identity.keyedHeaderNames))
         let policy = FreshnessPolicy(configuration)
         let store = ResponseStore(
             memoryCapacity: configuration.storage.memoryCapacity,
