@@ -21,7 +21,8 @@ import ServiceLifecycle
 /// - `expires=<value>`: `Expires: <value>` (`past` stands for the epoch);
 /// - `modifiedago=<seconds>`: `Last-Modified` that long ago, whatever the status (a `200`'s own
 ///   validator replaces it);
-/// - `gate=1`: wait until the gate is open (see ``closeGate()``);
+/// - `gate=1`: wait until the gate is open (see ``closeGate()``); `gate=<name>`: wait until the
+///   gate of that name is open (see ``closeGate(_:)``);
 /// - `drop=1`: promise a longer body than is sent, then close the connection;
 /// - `reset=1`: reset the connection (TCP RST) without answering, after the gate and the delay;
 /// - `fail=<n>`: answer the first n requests for this path and query with the fault `failwith=`
@@ -50,7 +51,21 @@ import ServiceLifecycle
 /// Bearer`) unless it carries `Authorization: Bearer <the current token>`. A `POST` to `/token`
 /// issues a new token (`t1`, `t2` …), makes it the current one and answers it as its body; with
 /// `bogus=1` it answers a token that is never accepted. ``expireToken()`` replaces the current
-/// token as if it had expired. The first token is `t0`.
+/// token as if it had expired. The first token is `t0`. A `/token` request with a `gate` issues
+/// its token only while that gate is open, checked in the same step as the issuance: once
+/// ``closeGate(_:)`` has returned, no token is issued until the gate opens, not even by a request
+/// that passed it a moment before.
+///
+/// Refresh-token rotation, as OAuth 2.1 asks of a server whose clients cannot keep a secret: a
+/// `POST` to `/token?rotate=1` with the form body `grant_type=refresh_token&refresh_token=<r>`
+/// presents a refresh token. When `<r>` is live, the origin revokes it and answers
+/// `{"access_token": …, "token_type": "Bearer", "refresh_token": …}` with a new access token,
+/// which `token=1` requests accept beside the current token until ``expireToken()``, and a new
+/// refresh token of the same grant; otherwise `400` with `{"error": "invalid_grant"}`. Of the other
+/// parameters only `gate` applies. The body is read on arrival and the answer made after the gate,
+/// with no await that a client's departure can interrupt: a refresh whose client went away is
+/// still carried out, as a real server carries it out. ``signIn()`` makes a grant; ``refreshAnswers`` and ``overlappingRefreshes`` tell what the
+/// endpoint saw.
 public final class LoopbackOrigin: Sendable {
     /// `http://127.0.0.1:<port>`.
     public let baseURL: URL
@@ -101,7 +116,7 @@ public final class LoopbackOrigin: Sendable {
 
     /// Stops the server and waits until it has stopped.
     public func stop() async {
-        await state.openGate()
+        await state.openEveryGate()
         await serviceGroup.triggerGracefulShutdown()
         _ = await running.result
     }
@@ -158,10 +173,37 @@ public final class LoopbackOrigin: Sendable {
     public func expireToken() async { await state.expireToken() }
 
     /// From now on, requests with `gate=1` wait until ``openGate()``.
-    public func closeGate() async { await state.closeGate() }
+    public func closeGate() async { await state.closeGate(OriginState.defaultGate) }
 
     /// Lets every waiting request through, and later ones at once.
-    public func openGate() async { await state.openGate() }
+    public func openGate() async { await state.openGate(OriginState.defaultGate) }
+
+    /// From now on, requests with `gate=<name>` wait until ``openGate(_:)`` of that name; other
+    /// gates are not touched, so a test can hold two kinds of request and release them apart.
+    public func closeGate(_ name: String) async { await state.closeGate(name) }
+
+    /// Lets every request waiting at gate `name` through, and later ones at once.
+    public func openGate(_ name: String) async { await state.openGate(name) }
+
+    /// Suspends until at least `count` requests wait at the closed gate `name`.
+    public func waitUntilHeld(atGate name: String, count: Int = 1) async {
+        await state.waitUntilHeld(atGate: name, count: count)
+    }
+
+    /// A new grant of the rotating `/token`, as a sign-in makes: an access token, accepted until
+    /// ``expireToken()``, and the grant's first refresh token.
+    public func signIn() async -> (accessToken: String, refreshToken: String) { await state.signIn() }
+
+    /// What the rotating `/token` answered, in the order it answered.
+    public var refreshAnswers: [RefreshAnswer] { get async { await state.refreshAnswers } }
+
+    /// Refresh requests of the rotating `/token` that arrived while another of the same grant was
+    /// still unanswered: a client that lets two refreshes of one account overlap presents a
+    /// refresh token the first one is about to revoke.
+    public var overlappingRefreshes: Int { get async { await state.overlappingRefreshes } }
+
+    /// Suspends until the rotating `/token` has answered at least `count` refresh requests.
+    public func waitForRefreshAnswers(count: Int) async { await state.waitForRefreshAnswers(count: count) }
 
     /// Suspends until at least `count` requests for `pathAndQuery` have arrived.
     public func waitForHits(_ pathAndQuery: String, count: Int) async {
@@ -171,6 +213,23 @@ public final class LoopbackOrigin: Sendable {
     /// Suspends until at least `count` requests for `path`, whatever their query, have arrived.
     public func waitForHits(path: String, count: Int) async {
         await state.waitForPathHits(path, count: count)
+    }
+}
+
+/// One answer of the rotating `/token`: the refresh token presented, and the tokens issued for it
+/// (nil when it was refused).
+public struct RefreshAnswer: Sendable, Equatable, CustomStringConvertible {
+    /// The refresh token the request presented.
+    public let presented: String
+    /// The new access token; nil when the refresh was refused.
+    public let accessToken: String?
+    /// The new refresh token, of the presented one's grant; nil when the refresh was refused.
+    public let refreshToken: String?
+
+    /// `presented -> access/refresh`, or `presented -> refused`.
+    public var description: String {
+        guard let accessToken, let refreshToken else { return "\(presented) -> refused" }
+        return "\(presented) -> \(accessToken)/\(refreshToken)"
     }
 }
 
@@ -202,8 +261,37 @@ actor OriginState {
     private var versions: [String: Int] = [:]
     private(set) var currentToken = "t0"
     private var tokensMade = 0
-    private var gateOpen = true
-    private var gateWaiters: [CheckedContinuation<Void, Never>] = []
+    static let defaultGate = "1"
+    private var closedGates: Set<String> = []
+    private var gateWaiters: [(gate: String, continuation: CheckedContinuation<Void, Never>)] = [] {
+        didSet {
+            let held = heldWatchers.filter { watcher in
+                gateWaiters.count(where: { $0.gate == watcher.gate }) >= watcher.count
+            }
+            heldWatchers.removeAll { watcher in gateWaiters.count(where: { $0.gate == watcher.gate }) >= watcher.count }
+            for watcher in held { watcher.continuation.resume() }
+        }
+    }
+    private var heldWatchers: [(gate: String, count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    /// Access tokens the rotating `/token` issued, accepted beside the current one until
+    /// ``expireToken()``.
+    private var rotatedAccessTokens: Set<String> = []
+    /// The grant of every refresh token ever issued, live or revoked.
+    private var grantOfRefreshToken: [String: Int] = [:]
+    private var liveRefreshTokens: Set<String> = []
+    private var grantsMade = 0
+    private var refreshTokensMade = 0
+    /// Per grant, the refresh requests that arrived and are not answered yet.
+    private var unansweredRefreshes: [Int: Int] = [:]
+    private(set) var overlappingRefreshes = 0
+    private(set) var refreshAnswers: [RefreshAnswer] = [] {
+        didSet {
+            let ready = refreshAnswerWaiters.filter { $0.count <= refreshAnswers.count }
+            refreshAnswerWaiters.removeAll { $0.count <= refreshAnswers.count }
+            for waiter in ready { waiter.continuation.resume() }
+        }
+    }
+    private var refreshAnswerWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     private var hitWaiters: [(key: String, count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     private var pathHitWaiters: [(path: String, count: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
@@ -269,20 +357,105 @@ actor OriginState {
     func expireToken() {
         tokensMade += 1
         currentToken = "expired-\(tokensMade)"
+        rotatedAccessTokens.removeAll()
     }
 
-    func closeGate() { gateOpen = false }
-
-    func openGate() {
-        gateOpen = true
-        let waiters = gateWaiters
-        gateWaiters.removeAll()
-        for waiter in waiters { waiter.resume() }
+    /// Whether `authorization` carries a token `token=1` requests accept.
+    func accepts(_ authorization: String?) -> Bool {
+        guard let authorization, authorization.hasPrefix("Bearer ") else { return false }
+        let token = String(authorization.dropFirst("Bearer ".count))
+        return token == currentToken || rotatedAccessTokens.contains(token)
     }
 
-    func passGate() async {
-        guard !gateOpen else { return }
-        await withCheckedContinuation { gateWaiters.append($0) }
+    func signIn() -> (accessToken: String, refreshToken: String) {
+        grantsMade += 1
+        return (issueRotatedAccessToken(), issueRefreshToken(in: grantsMade))
+    }
+
+    private func issueRotatedAccessToken() -> String {
+        tokensMade += 1
+        let token = "t\(tokensMade)"
+        rotatedAccessTokens.insert(token)
+        return token
+    }
+
+    private func issueRefreshToken(in grant: Int) -> String {
+        refreshTokensMade += 1
+        let token = "r\(refreshTokensMade)"
+        grantOfRefreshToken[token] = grant
+        liveRefreshTokens.insert(token)
+        return token
+    }
+
+    /// A refresh request presenting `presented` arrived: counted as an overlap when another of
+    /// its grant is still unanswered.
+    func refreshArrived(presenting presented: String) {
+        guard let grant = grantOfRefreshToken[presented] else { return }
+        if unansweredRefreshes[grant, default: 0] > 0 { overlappingRefreshes += 1 }
+        unansweredRefreshes[grant, default: 0] += 1
+    }
+
+    /// Answers a refresh request presenting `presented`: new tokens of its grant, the presented
+    /// one revoked, when it is live; a refusal otherwise.
+    func rotate(presented: String) -> RefreshAnswer {
+        let grant = grantOfRefreshToken[presented]
+        if let grant { unansweredRefreshes[grant, default: 1] -= 1 }
+        guard let grant, liveRefreshTokens.remove(presented) != nil else {
+            let answer = RefreshAnswer(presented: presented, accessToken: nil, refreshToken: nil)
+            refreshAnswers.append(answer)
+            return answer
+        }
+        let answer = RefreshAnswer(
+            presented: presented, accessToken: issueRotatedAccessToken(), refreshToken: issueRefreshToken(in: grant))
+        refreshAnswers.append(answer)
+        return answer
+    }
+
+    func waitForRefreshAnswers(count: Int) async {
+        guard refreshAnswers.count < count else { return }
+        await withCheckedContinuation { refreshAnswerWaiters.append((count, $0)) }
+    }
+
+    func closeGate(_ name: String) { closedGates.insert(name) }
+
+    func openGate(_ name: String) {
+        closedGates.remove(name)
+        let waiters = gateWaiters.filter { $0.gate == name }
+        gateWaiters.removeAll { $0.gate == name }
+        for waiter in waiters { waiter.continuation.resume() }
+    }
+
+    func openEveryGate() {
+        for name in closedGates.union(gateWaiters.map(\.gate)) { openGate(name) }
+    }
+
+    func passGate(_ name: String) async {
+        guard closedGates.contains(name) else { return }
+        await withCheckedContinuation { gateWaiters.append((name, $0)) }
+    }
+
+    /// Returns once `gate` (if any) is open, in the same step of this actor as the caller's
+    /// next one: what follows cannot happen while the gate is closed.
+    private func stayBehind(_ gate: String?) async {
+        guard let gate else { return }
+        while closedGates.contains(gate) { await passGate(gate) }
+    }
+
+    /// A new token, now the current one, issued once `gate` is open.
+    func issueToken(behind gate: String?) async -> String {
+        await stayBehind(gate)
+        return issueToken()
+    }
+
+    /// ``rotate(presented:)`` once `gate` is open.
+    func rotate(presented: String, behind gate: String?) async -> RefreshAnswer {
+        await stayBehind(gate)
+        return rotate(presented: presented)
+    }
+
+    func waitUntilHeld(atGate gate: String, count: Int) async {
+        guard gateWaiters.count(where: { $0.gate == gate }) < count else { return }
+        await withCheckedContinuation { heldWatchers.append((gate, count, $0)) }
     }
 
     func waitForHits(_ key: String, count: Int) async {
@@ -348,7 +521,22 @@ enum OriginResponder {
         let hit = await state.recordHit(key: key, path: path)
         var fault: String?
         if let failing = parameter("fail").flatMap(Int.init), hit <= failing { fault = parameter("failwith") ?? "503" }
-        if parameter("gate") == "1" { await state.passGate() }
+        // A rotating refresh is read and counted on arrival, before the gate its client may leave
+        // at; from there to its answer nothing waits on the client, so it is carried out whatever
+        // the client does meanwhile.
+        var presented: String?
+        if path == "/token", request.method == .post, parameter("rotate") == "1" {
+            let form = try await request.collectBody(upTo: 64 * 1024)
+            let token =
+                URLComponents(string: "?" + String(buffer: form))?.queryItems?
+                .last { $0.name == "refresh_token" }?.value ?? ""
+            await state.refreshArrived(presenting: token)
+            presented = token
+        }
+        if let gate = parameter("gate") { await state.passGate(gate) }
+        if let presented {
+            return await rotationAnswer(presenting: presented, behind: parameter("gate"), state: state)
+        }
         if let delay = parameter("delay").flatMap(Int.init), delay > 0 {
             try await Task.sleep(for: .milliseconds(delay))
         }
@@ -476,15 +664,33 @@ extension OriginResponder {
     ) async -> Response? {
         if path == "/token", request.method == .post {
             guard status == .ok else { return Response(status: status) }
-            let token = parameter("bogus") == "1" ? "bogus" : await state.issueToken()
+            let token = parameter("bogus") == "1" ? "bogus" : await state.issueToken(behind: parameter("gate"))
             return Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: token)))
         }
-        guard parameter("token") == "1",
-            await request.headers[.authorization] != "Bearer \(state.currentToken)"
-        else { return nil }
+        guard parameter("token") == "1", await !state.accepts(request.headers[.authorization]) else { return nil }
         var headers = HTTPFields()
         headers[.wwwAuthenticate] = "Bearer"
         return Response(status: .unauthorized, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "refused")))
+    }
+}
+
+extension OriginResponder {
+    /// The rotating `/token`'s answer to a refresh presenting `presented`, once `gate` is open:
+    /// made in one step of the state, so that it is issued even when the client has gone.
+    static func rotationAnswer(presenting presented: String, behind gate: String?, state: OriginState) async
+        -> Response
+    {
+        let answer = await state.rotate(presented: presented, behind: gate)
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        headers[.cacheControl] = "no-store"
+        guard let accessToken = answer.accessToken, let refreshToken = answer.refreshToken else {
+            return Response(
+                status: .badRequest, headers: headers,
+                body: .init(byteBuffer: ByteBuffer(string: #"{"error":"invalid_grant"}"#)))
+        }
+        let body = #"{"access_token":"\#(accessToken)","token_type":"Bearer","refresh_token":"\#(refreshToken)"}"#
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body)))
     }
 }
 
