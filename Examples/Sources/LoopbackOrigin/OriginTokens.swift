@@ -23,8 +23,7 @@ public struct OriginAccount: Sendable, Equatable {
 /// The loopback origin's bearer tokens as an ``Authenticator``: a request carries
 /// `Authorization: Bearer <token>` and `X-Account: <name>`; a refresh `POST`s to the origin's
 /// `/token` through the transport given to ``use(_:)`` (held weakly, since that transport holds
-/// this authenticator), past its adapters and authenticator. It
-/// counts its refreshes and tells of those that ended cancelled.
+/// this authenticator), past its adapters and authenticator. It counts its refreshes.
 public final class OriginTokens: Authenticator {
     /// Held weakly: the transport holds this authenticator.
     private final class WeakTransport: Sendable {
@@ -33,14 +32,10 @@ public final class OriginTokens: Authenticator {
     }
 
     private let state: Mutex<(tokenURL: URL, transport: WeakTransport?, refreshes: Int)>
-    /// Yields once for each refresh that ended cancelled.
-    public let cancelledRefreshes: AsyncStream<Void>
-    private let cancelled: AsyncStream<Void>.Continuation
 
     /// Tokens from `tokenURL` (the origin's `/token`, with any of its parameters).
     public init(tokenURL: URL) {
         state = Mutex((tokenURL, nil, 0))
-        (cancelledRefreshes, cancelled) = AsyncStream.makeStream()
     }
 
     /// Refreshes through `transport` from now on.
@@ -67,14 +62,9 @@ public final class OriginTokens: Authenticator {
         guard let transport else { throw URLError(.userAuthenticationRequired) }
         var post = URLRequest(url: url)
         post.httpMethod = "POST"
-        do {
-            let (data, response) = try await transport.data(for: post)
-            guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw URLError(.userAuthenticationRequired) }
-            return OriginAccount(name: account.name, token: String(decoding: data, as: UTF8.self))
-        } catch {
-            if error is CancellationError || (error as? URLError)?.code == .cancelled { cancelled.yield() }
-            throw error
-        }
+        let (data, response) = try await transport.data(for: post)
+        guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw URLError(.userAuthenticationRequired) }
+        return OriginAccount(name: account.name, token: String(decoding: data, as: UTF8.self))
     }
 
     /// Whether `request` carries `account`'s token.
