@@ -18,9 +18,16 @@ private let transport = Shared<CachedTransport>()
 private let adapted = Shared<CachedTransport>()
 /// A transport whose one keyed adapter adds a header on every call, primed with the same entries.
 private let keyedAdapted = Shared<CachedTransport>()
+/// A transport whose one keyed header gives a header's value on every call, primed with the same
+/// entries.
+private let keyedHeader = Shared<CachedTransport>()
 /// A transport with a bearer token's credentials in a partition, primed with the same entries.
 private let partitioned = Shared<CachedTransport>()
+/// A transport with three accounts signed in at once, primed with the same entries for one of
+/// them, which ``accountRequests`` name.
+private let severalAccounts = Shared<CachedTransport>()
 private let hotRequests = Shared<[URLRequest]>()
+private let accountRequests = Shared<[URLRequest]>()
 private let plain = Shared<URLSession>()
 
 private let keyCount = 1_000
@@ -41,6 +48,18 @@ private func startOrigin() async throws {
     let withPartitions = CachedTransport(configuration: credentialsConfiguration(partitioned: true))
     try await prime(withPartitions, with: all)
     partitioned.value = withPartitions
+    let withKeyedHeader = CachedTransport(configuration: keyedHeaderConfiguration())
+    try await prime(withKeyedHeader, with: all)
+    keyedHeader.value = withKeyedHeader
+    let named = all.map { request in
+        var request = request
+        request.account = "user"
+        return request
+    }
+    let withAccounts = CachedTransport(configuration: accountsConfiguration())
+    try await prime(withAccounts, with: named)
+    severalAccounts.value = withAccounts
+    accountRequests.value = named
     hotRequests.value = all
 }
 
@@ -50,12 +69,16 @@ private func stopOrigin() async throws {
     transport.clear()
     adapted.clear()
     keyedAdapted.clear()
+    keyedHeader.clear()
     partitioned.clear()
+    severalAccounts.clear()
 }
 
 /// Times `benchmark`'s iterations of a hit on one of the stored entries, from a detached task.
-private func measureHits(_ benchmark: Benchmark, on other: CachedTransport? = nil) async throws {
-    let request = hotRequests.value[7]
+private func measureHits(
+    _ benchmark: Benchmark, on other: CachedTransport? = nil, requests: [URLRequest]? = nil
+) async throws {
+    let request = (requests ?? hotRequests.value)[7]
     let transport = other ?? transport.value
     let iterations = benchmark.scaledIterations
     benchmark.startMeasurement()
@@ -105,6 +128,22 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("Hit: CachedTransport.data(for:) with one keyed adapter adding a header", configuration: perHit) {
         benchmark in
         try await measureHits(benchmark, on: keyedAdapted.value)
+    } setup: {
+        try await startOrigin()
+    } teardown: {
+        try await stopOrigin()
+    }
+
+    Benchmark("Hit: CachedTransport.data(for:) with one keyed header", configuration: perHit) { benchmark in
+        try await measureHits(benchmark, on: keyedHeader.value)
+    } setup: {
+        try await startOrigin()
+    } teardown: {
+        try await stopOrigin()
+    }
+
+    Benchmark("Hit: CachedTransport.data(for:) of one of several accounts", configuration: perHit) { benchmark in
+        try await measureHits(benchmark, on: severalAccounts.value, requests: accountRequests.value)
     } setup: {
         try await startOrigin()
     } teardown: {
