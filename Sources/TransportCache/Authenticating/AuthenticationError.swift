@@ -25,7 +25,7 @@ public struct AuthenticationError: Error, Sendable, CustomStringConvertible {
         /// The ``Credentials``' partition closure threw for the current credential
         /// (``underlyingError``): no request is keyed or sent with it.
         case partitionUnavailable
-        /// The request names no account of ``Accounts`` (``Foundation/URLRequest/account``) and
+        /// The request names no account of ``Accounts`` (`URLRequest.account`) and
         /// carries no `Authorization` of its own.
         case noAccount
         /// The request names an account in a way that cannot be one: an empty name, a control
