@@ -7,7 +7,7 @@ import FoundationNetworking
 /// app with three inboxes, a social app polling two accounts.
 ///
 /// Give it to the transport with ``CachedTransport/Configuration/Identity/authenticate(with:)-(Accounts<Authenticating>)``.
-/// Each request names its account with ``Foundation/URLRequest/account``, and is keyed by it:
+/// Each request names its account with `URLRequest.account`, and is keyed by it:
 /// two accounts never share an entry, a fetch in flight or a decoded value, and an account's
 /// token renewals keep its entries. Everything the transport sends for an account (a caller's
 /// fetch, a revalidation, a poll, a retry, a resend after a refusal) carries that account's
@@ -130,7 +130,7 @@ extension Accounts: CredentialApplying {
 /// What the keys of each account of ``Accounts`` hold, by the name requests give: not generic, and
 /// one reference, so that a hit finds its account with one locked lookup.
 final class AccountDirectory: Sendable {
-    /// The header that carries ``Foundation/URLRequest/account``: read when a request is keyed,
+    /// The header that carries `URLRequest.account`: read when a request is keyed,
     /// taken off before it goes out.
     static let header = "TransportCache-Account"
 

@@ -19,13 +19,13 @@ public struct AuthenticationError: Error, Sendable, CustomStringConvertible {
         /// the app set another account's credential after the request was keyed, or a sending
         /// ``RequestAdapter`` changed a key header (make it a keyed adapter).
         case identityChanged
-        /// Its partition was signed out (``CachedTransport/signOut(partition:)``) while it was in
-        /// flight.
+        /// Its account was signed out (``CachedTransport/signOut(partition:)``, or its credential
+        /// set to nil), while it was in flight or before it was made.
         case signedOut
         /// The ``Credentials``' partition closure threw for the current credential
         /// (``underlyingError``): no request is keyed or sent with it.
         case partitionUnavailable
-        /// The request names no account of ``Accounts`` (``Foundation/URLRequest/account``) and
+        /// The request names no account of ``Accounts`` (`URLRequest.account`) and
         /// carries no `Authorization` of its own.
         case noAccount
         /// The request names an account in a way that cannot be one: an empty name, a control

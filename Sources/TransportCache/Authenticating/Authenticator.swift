@@ -7,7 +7,9 @@ import FoundationNetworking
 /// get a new one, and how to tell that the origin refused one.
 ///
 /// Give it to the transport inside ``Credentials``, which holds the current credential and makes
-/// every refresh one shared refresh (see ``CachedTransport/Configuration/Identity/authenticate(with:)``).
+/// every refresh one shared refresh (see
+/// ``CachedTransport/Configuration/Identity/authenticate(with:)-(Credentials<Authenticating>)``), or
+/// inside ``Accounts``, which does so for each of several accounts signed in at once.
 public protocol Authenticator: Sendable {
     /// What proves who the app is: a token, a token pair with its expiry.
     associatedtype Credential: Sendable
@@ -17,8 +19,9 @@ public protocol Authenticator: Sendable {
 
     /// A new credential in place of `credential`, which the origin refused.
     ///
-    /// The transport runs one refresh at a time, whatever the number of refused requests. A request
-    /// made through the transport from here goes past the adapters and the authenticator, so the
+    /// The transport runs one refresh of an account's credential at a time, whatever the number of
+    /// refused requests, and never cancels it: once called, it runs to its end. A request made
+    /// through the transport from here goes past the adapters and the authenticator, so the
     /// refresh never waits for itself; hold that transport weakly, since it holds its
     /// authenticator. Throw to fail every request that waits for the refresh.
     func refresh(_ credential: Credential) async throws -> Credential
@@ -40,9 +43,9 @@ extension Authenticator {
     }
 }
 
-/// How many refreshes ``Credentials`` makes within a window before it stops: a credential that
-/// every refresh brings back refused ends in ``AuthenticationError/Code/tooManyRefreshes``
-/// instead of a loop.
+/// How many refreshes of one account's credential ``Credentials`` or ``Accounts`` makes within a
+/// window before it stops: a credential that every refresh brings back refused ends in
+/// ``AuthenticationError/Code/tooManyRefreshes`` instead of a loop.
 public struct RefreshLimit: Sendable, Hashable {
     /// The most refreshes started within ``window``. At least 1.
     public var maximumRefreshes: Int

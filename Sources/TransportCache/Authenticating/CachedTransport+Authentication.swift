@@ -207,9 +207,10 @@ final class PreparedLoad: NetworkLoad {
 }
 
 extension CachedTransport {
-    /// Signs `partition` out (see ``Credentials/init(_:credential:limit:partition:)``): nothing of
-    /// it is left in memory or in flight, whatever call wrote it (a fetch, ``store(_:)``, an
-    /// optimistic update), and a refresh of its credential under way ends.
+    /// Signs `partition` out (see ``Credentials/init(_:credential:limit:partition:)``), or the
+    /// account of that name of ``Accounts``, whose credential it forgets: nothing of it is left in
+    /// memory or in flight, whatever call wrote it (a fetch, ``store(_:)``, an optimistic update).
+    /// A refresh of its credential under way runs to its end, and its result is dropped.
     ///
     /// Its entries, their decoded values and the tags naming them are dropped and announced as
     /// ``CacheChange/invalidated(urls:endpoint:)``; its pending optimistic updates are forgotten (no
@@ -218,7 +219,8 @@ extension CachedTransport {
     /// that none of them stores an answer or hands one to anybody. Afterwards ``snapshot()`` shows
     /// nothing of it. Other partitions, and requests of no partition, are not touched. Signing out
     /// a partition that holds nothing does nothing. Set the app's credential (``Credentials``)
-    /// to the next account's, or nil, first, so that no new request goes out as the old one.
+    /// to the next account's, or nil, as well, before or after: from the first of the two on, no
+    /// request goes out as the old account.
     ///
     /// Runs on the caller's thread, without waiting for the actor.
     /// - Complexity: O(n) in the keys held, read a batch at a time under the lock a hit takes.

@@ -33,9 +33,9 @@ import FoundationNetworking
 /// The keyed adapters run first, in their order in ``CachedTransport/Configuration/Identity/requestAdapters``,
 /// then the keyed headers in theirs (each sets its header, or takes it off for nil, over what the
 /// request carries), then, for a request that goes out, the sending ones in theirs, then the credential
-/// (``CachedTransport/Configuration/Identity/authenticate(with:)``). An adapter that throws fails its
-/// call with that error (a synchronous read included; ``CachedTransport/invalidate(_:)-(URLRequest)``
-/// then drops nothing): nothing is sent or stored.
+/// (``Credentials`` or ``Accounts``). An adapter that throws fails its call with that error (a
+/// synchronous read included; ``CachedTransport/invalidate(_:)-(URLRequest)`` then drops nothing):
+/// nothing is sent or stored.
 ///
 /// ```swift
 /// var configuration = CachedTransport.Configuration()

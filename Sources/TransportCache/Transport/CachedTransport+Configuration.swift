@@ -306,7 +306,7 @@ extension CachedTransport.Configuration {
         }
 
         /// Puts on every request that goes to the network the current credential of the account it
-        /// names (``Foundation/URLRequest/account``), after the ``requestAdapters``, keys every
+        /// names (`URLRequest.account`), after the ``requestAdapters``, keys every
         /// request by that account, and refreshes each account's credential on its own (see
         /// ``Accounts``): several accounts signed in at once. Replaces a ``Credentials`` given
         /// before.

@@ -177,7 +177,7 @@ extension CachedTransport.Configuration {
         set { stayingCurrent.changeBufferLimit = newValue }
     }
 
-    /// Renamed ``Identity/authenticate(with:)``, in ``identity``.
+    /// Renamed ``Identity/authenticate(with:)-(Credentials<Authenticating>)``, in ``identity``.
     @available(*, deprecated, renamed: "identity.authenticate(with:)")
     public mutating func authenticate<Authenticating: Authenticator>(with credentials: Credentials<Authenticating>) {
         identity.authenticate(with: credentials)

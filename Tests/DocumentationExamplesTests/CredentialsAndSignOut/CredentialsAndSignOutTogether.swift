@@ -37,7 +37,7 @@ let credentials = Credentials(
 var configuration = CachedTransport.Configuration()
 configuration.identity.authenticate(with: credentials)
 configuration.identity.requestAdapters = [
-    .keyed { $0.setValue("de", forHTTPHeaderField: "Accept-Language") },   // shapes the key
+    .header("Accept-Language") { _ in "de" },                             // shapes the key
     RequestAdapter { request in                                           // only what goes out
         var request = request
         request.setValue("4.2", forHTTPHeaderField: "X-App-Version")

@@ -41,6 +41,24 @@ func readmeSignOut(api: AuthAPI, savedSession: UserSession) {
     transport.signOut(partition: savedSession.userID)
 }
 
+func readmeSeveralAccounts(
+    api: AuthAPI, aliceSession: UserSession, bobSession: UserSession, inboxURL: URL
+) async throws {
+    typealias TokenAuthenticator = ArticleTokenAuthenticator
+    let accounts = Accounts(TokenAuthenticator(api: api))
+    try accounts.setCredential(aliceSession, for: "alice")
+    try accounts.setCredential(bobSession, for: "bob")
+    var configuration = CachedTransport.Configuration()
+    configuration.identity.authenticate(with: accounts)
+    let transport = CachedTransport(configuration: configuration)
+
+    var inbox = URLRequest(url: inboxURL)
+    inbox.account = "alice"                                   // keyed by alice, sent with her token
+    let (data, _) = try await transport.data(for: inbox)
+    transport.signOut(partition: "bob")                       // bob only: alice goes on
+    _ = data
+}
+
 func readmePrefetch(transport: CachedTransport, detailsURL: URL) throws {
     // A row is about to appear: fetch its details ahead, behind every screen's request.
     let prefetch = try transport.prefetch(URLRequest(url: detailsURL))
