@@ -208,7 +208,7 @@ struct QueryBadInputTests {
         let origin = ScriptedOrigin()
         stored.script(origin)
         let transport = identity.transport(origin) { $0.storage.storableStatusCodes.insert(404) }
-        let request = URLRequest(url: articlesURL)
+        let request = identity.request(articlesURL)
         try await stored.store(for: request, in: transport)
         let sent = origin.callCount
         #expect(transport.statistics.entries == 1)

@@ -8,25 +8,35 @@ import TransportCacheTesting
 
 /// The identity configurations a screen's plain request (a URL, no `Authorization`) meets.
 enum IdentityConfiguration: String, CaseIterable, CustomTestStringConvertible, Sendable {
-    case none, adapter, authenticator, partitions
+    /// `accounts`: several accounts signed in at once, "me" (`me-1`) and "you" (`you-1`); the
+    /// screen's requests name "me" (see ``request(_:method:)``).
+    case none, adapter, authenticator, partitions, accounts
 
     var testDescription: String { rawValue }
 
-    /// A transport over `origin` in this configuration, with the credentials it holds (`me-1`).
+    /// A transport over `origin` in this configuration, with the credentials it holds (`me-1`;
+    /// nil for `accounts`, whose accounts the transport holds).
     func transport(
         _ origin: ScriptedOrigin, authenticator: TokenAuthenticator = TokenAuthenticator(),
         _ configure: (inout CachedTransport.Configuration) -> Void = { _ in }
     ) -> (CachedTransport, Credentials<TokenAuthenticator>?) {
         var credentials: Credentials<TokenAuthenticator>?
+        var accounts: Accounts<TokenAuthenticator>?
         switch self {
         case .none, .adapter: break
         case .authenticator: credentials = Credentials(authenticator, credential: "me-1")
         case .partitions:
             credentials = Credentials(
                 authenticator, credential: "me-1", partition: { TokenAuthenticator.account(of: $0) })
+        case .accounts:
+            accounts = Accounts(authenticator)
+            // Two accounts, so that a request keyed or sent for the wrong one shows.
+            try! accounts?.setCredential("me-1", for: "me")
+            try! accounts?.setCredential("you-1", for: "you")
         }
         let transport = makeTransport(loader: origin) { configuration in
             if let credentials { configuration.identity.authenticate(with: credentials) }
+            if let accounts { configuration.identity.authenticate(with: accounts) }
             if self == .adapter {
                 configuration.identity.requestAdapters = [
                     .keyed { $0.setValue("de", forHTTPHeaderField: "Accept-Language") },
@@ -42,6 +52,14 @@ enum IdentityConfiguration: String, CaseIterable, CustomTestStringConvertible, S
         }
         return (transport, credentials)
     }
+
+    /// A screen's plain request for `string` in this configuration: with several accounts signed
+    /// in, a request must name its account, so it names "me"; otherwise the plain request.
+    func request(_ string: String, method: String = "GET") -> URLRequest {
+        var plain = TransportCacheTests.request(string, method: method)
+        if self == .accounts { plain.account = "me" }
+        return plain
+    }
 }
 
 @Suite("One boundary: every call keys a screen's plain request as data(for:) does")
@@ -56,7 +74,7 @@ struct IdentityBoundaryTests {
     func invalidateByRequest(identity: IdentityConfiguration) async throws {
         let origin = origin()
         let (transport, _) = identity.transport(origin)
-        let plain = request("\(base)/feed")
+        let plain = identity.request("\(base)/feed")
         _ = try await transport.data(for: plain)
         transport.invalidate(plain)
         #expect(transport.statistics.entries == 0)
@@ -68,7 +86,7 @@ struct IdentityBoundaryTests {
     func storeIsRead(identity: IdentityConfiguration) async throws {
         let origin = origin()
         let (transport, _) = identity.transport(origin)
-        let plain = request("\(base)/feed")
+        let plain = identity.request("\(base)/feed")
         try transport.store(ProvisionalAnswer(for: plain, data: Data("stored".utf8)))
         #expect(try await transport.data(for: plain).0.text == "stored")
         #expect(origin.callCount == 0)
@@ -79,7 +97,7 @@ struct IdentityBoundaryTests {
     func optimisticUpdateIsShown(identity: IdentityConfiguration) async throws {
         let origin = origin()
         let (transport, _) = identity.transport(origin)
-        let plain = request("\(base)/feed")
+        let plain = identity.request("\(base)/feed")
         _ = try await transport.data(for: plain)
         let written = Gate()
         let update = Task {
@@ -97,7 +115,7 @@ struct IdentityBoundaryTests {
     func cachedValueAfterValue(identity: IdentityConfiguration) async throws {
         let origin = ScriptedOrigin { _, _ in ScriptedOrigin.Reply(text: "\"article\"") }
         let (transport, _) = identity.transport(origin)
-        let plain = request("\(base)/article")
+        let plain = identity.request("\(base)/article")
         #expect(try await transport.value(String.self, for: plain) == "article")
         #expect(try transport.cachedValue(String.self, for: plain)?.value == "article")
         #expect(origin.callCount == 1)
@@ -107,14 +125,14 @@ struct IdentityBoundaryTests {
     func refreshTagsAndQueries(identity: IdentityConfiguration) async throws {
         let origin = origin()
         let (transport, _) = identity.transport(origin)
-        let plain = request("\(base)/feed")
+        let plain = identity.request("\(base)/feed")
         _ = try await transport.data(for: plain, tags: ["feed"])
         let refreshed = try await transport.refresh(plain).0
         #expect(try await transport.data(for: plain).0 == refreshed)
         #expect(origin.callCount == 2)
         #expect(transport.invalidate(tag: "feed") == 1)
 
-        var query = request("\(base)/search", method: "POST")
+        var query = identity.request("\(base)/search", method: "POST")
         query.httpBody = Data("q=1".utf8)
         _ = try await transport.data(for: query)
         _ = try await transport.data(for: query)

@@ -309,14 +309,18 @@ struct SharedPriorityTests {
     func risesInEveryIdentity(identity: IdentityConfiguration) async throws {
         let origin = authenticatingOrigin(accepting: Locked(["-", "Bearer me-1"]), gated: true)
         let (transport, _) = identity.transport(origin) { $0.network.maximumFetchesPerHost = 1 }
-        let first = Task { try await transport.data(from: url("/first")) }
+        let first = Task { try await transport.data(for: identity.request("\(self.base)/first")) }
         await origin.waitForCalls(1)
-        let prefetch = try transport.prefetch(request("\(base)/row"))
+        let prefetch = try transport.prefetch(identity.request("\(base)/row"))
         await waitForWaiting(1, in: transport)
-        let other = Task { try await withFetchPriority(.normal) { try await transport.data(from: url("/other")) } }
+        let other = Task {
+            try await withFetchPriority(.normal) {
+                try await transport.data(for: identity.request("\(self.base)/other"))
+            }
+        }
         await waitForWaiting(2, in: transport)
         let joined = Task {
-            try await withFetchPriority(.high) { try await transport.data(for: request("\(base)/row")) }
+            try await withFetchPriority(.high) { try await transport.data(for: identity.request("\(self.base)/row")) }
         }
         await transport.waitForCoalescedJoins(1)
         origin.release(1)
@@ -509,7 +513,7 @@ struct PrefetchTests {
     func prefetchedIsRead(identity: IdentityConfiguration) async throws {
         let origin = authenticatingOrigin(accepting: Locked(["-", "Bearer me-1"]))
         let (transport, _) = identity.transport(origin)
-        let plain = request("\(base)/feed")
+        let plain = identity.request("\(base)/feed")
         let prefetch = try transport.prefetch(plain)
         #expect(await prefetch.outcome.isLoaded)
         let (_, _, outcome) = try await transport.response(for: plain)
@@ -525,7 +529,7 @@ struct PrefetchTests {
     func joinsInEveryIdentity(identity: IdentityConfiguration) async throws {
         let origin = authenticatingOrigin(accepting: Locked(["-", "Bearer me-1"]), gated: true)
         let (transport, _) = identity.transport(origin)
-        let plain = request("\(base)/feed")
+        let plain = identity.request("\(base)/feed")
         let screen = Task { try await transport.data(for: plain) }
         await origin.waitForCalls(1)
         let prefetch = try transport.prefetch(plain)
@@ -573,13 +577,13 @@ struct PrefetchMeetsOtherCallsTests {
     func invalidatedInFlight(identity: IdentityConfiguration) async throws {
         let origin = authenticatingOrigin(accepting: Locked(["-", "Bearer me-1"]), gated: true)
         let (transport, _) = identity.transport(origin)
-        let prefetch = try transport.prefetch(request("\(base)/row"))
+        let prefetch = try transport.prefetch(identity.request("\(base)/row"))
         await origin.waitForCalls(1)
         transport.invalidate(.pathPrefix("/row"))
         origin.openGate()
         #expect(await prefetch.outcome.isLoaded)
         #expect(transport.statistics.entries == 0)
-        _ = try await transport.data(for: request("\(base)/row"))
+        _ = try await transport.data(for: identity.request("\(base)/row"))
         #expect(origin.callCount == 2)
     }
 
@@ -589,7 +593,7 @@ struct PrefetchMeetsOtherCallsTests {
     func prefetchedEntryIsTheScreensKey(identity: IdentityConfiguration) async throws {
         let origin = authenticatingOrigin(accepting: Locked(["-", "Bearer me-1"]))
         let (transport, _) = identity.transport(origin)
-        let plain = request("\(base)/row")
+        let plain = identity.request("\(base)/row")
         #expect(await (try transport.prefetch(plain)).outcome.isLoaded)
         #expect(try transport.cachedValue(String.self, for: plain, decoder: TextDecoder()) != nil)
         transport.invalidate(plain)

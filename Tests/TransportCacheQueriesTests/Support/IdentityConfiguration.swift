@@ -10,7 +10,9 @@ import FoundationNetworking
 /// transport's own tests name them: each keys the request its own way, and a query must read the
 /// entry its request's answer was stored under.
 enum IdentityConfiguration: String, CaseIterable, CustomTestStringConvertible, Sendable {
-    case none, adapter, authenticator, partitions
+    /// `accounts`: several accounts signed in at once, "me" (`me-1`) and "you" (`you-1`); the
+    /// screen's requests name "me" (see ``request(_:)``).
+    case none, adapter, authenticator, partitions, accounts
 
     var testDescription: String { rawValue }
 
@@ -39,8 +41,22 @@ enum IdentityConfiguration: String, CaseIterable, CustomTestStringConvertible, S
                 configuration.identity.authenticate(
                     with: Credentials(
                         BearerAuthenticator(), credential: "me-1", partition: { String($0.prefix { $0 != "-" }) }))
+            case .accounts:
+                let accounts = Accounts(BearerAuthenticator())
+                // Two accounts, so that a request keyed for the wrong one shows.
+                try! accounts.setCredential("me-1", for: "me")
+                try! accounts.setCredential("you-1", for: "you")
+                configuration.identity.authenticate(with: accounts)
             }
         }
+    }
+
+    /// A screen's plain request for `url` in this configuration: with several accounts signed in,
+    /// a request must name its account, so it names "me"; otherwise the plain request.
+    func request(_ url: URL) -> URLRequest {
+        var plain = URLRequest(url: url)
+        if self == .accounts { plain.account = "me" }
+        return plain
     }
 }
 
