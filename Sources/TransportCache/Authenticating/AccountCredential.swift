@@ -15,6 +15,8 @@ import FoundationNetworking
 ///   before it starts the next.
 /// - Once ended (signed out, or, for ``Credentials``, another account's credential set), nothing
 ///   is sent with it or refreshed again: every request of the account fails with why it ended.
+///
+/// Lock order: its state, then its refresh's (read for ``SharedRefresh/releases``).
 final class AccountCredential<Authenticating: Authenticator>: CredentialRecovering {
     private struct State: Sendable {
         var credential: Authenticating.Credential
@@ -82,13 +84,14 @@ final class AccountCredential<Authenticating: Authenticator>: CredentialRecoveri
             let (credential, generation, refresh, ended) = state.withLock { state in
                 (
                     state.credential, state.generation,
-                    state.refresh.flatMap { $0.of == state.generation ? $0.refresh : nil }, state.ended
+                    state.refresh.flatMap { $0.of == state.generation ? ($0.refresh, $0.refresh.releases) : nil },
+                    state.ended
                 )
             }
             if let ended { throw AuthenticationError(ended) }
-            if let refresh {
+            if let (refresh, releases) = refresh {
                 // Goes out with the refreshed credential, or fails with it.
-                do { try await refresh.wait() } catch is AskAgain {}
+                do { try await refresh.wait(releasedAfter: releases) } catch is AskAgain {}
                 continue
             }
             // The app's code runs with no lock held.
@@ -103,16 +106,16 @@ final class AccountCredential<Authenticating: Authenticator>: CredentialRecoveri
     {
         while true {
             let (credential, generation, running, ended) = state.withLock {
-                ($0.credential, $0.generation, $0.refresh, $0.ended)
+                ($0.credential, $0.generation, $0.refresh.map { ($0.refresh, $0.of, $0.refresh.releases) }, $0.ended)
             }
             if let ended { throw AuthenticationError(ended) }
             // A later credential is current: the request goes out again with it.
             if generation != refused { return true }
             if let running {
                 do {
-                    try await running.refresh.wait()
+                    try await running.0.wait(releasedAfter: running.2)
                 } catch is AskAgain {
-                } catch let error where running.of != refused && !(error is CancellationError) {
+                } catch let error where running.1 != refused && !(error is CancellationError) {
                     // The end of a refresh of a credential replaced since, waited for only so that
                     // two refreshes never overlap: its failure is not this request's.
                 }
@@ -126,7 +129,7 @@ final class AccountCredential<Authenticating: Authenticator>: CredentialRecoveri
                 return false
             }
             if let started {
-                do { try await started.wait() } catch is AskAgain {}
+                do { try await started.wait(releasedAfter: 0) } catch is AskAgain {}
             }
         }
     }

@@ -11,6 +11,8 @@ final class SharedRefresh: Sendable {
         var result: Result<Void, any Error>?
         var waiters: [Int: CheckedContinuation<Void, any Error>] = [:]
         var nextID = 0
+        /// How many times ``releaseWaiters()`` let its waiters go.
+        var releases = 0
     }
 
     private let state = Locked(State())
@@ -40,16 +42,23 @@ final class SharedRefresh: Sendable {
     /// refresh itself goes on; a request arriving later waits for its end as usual.
     func releaseWaiters() {
         let waiters = state.withLock { state in
+            state.releases += 1
             defer { state.waiters = [:] }
             return Array(state.waiters.values)
         }
         for waiter in waiters { waiter.resume(throwing: AskAgain()) }
     }
 
+    /// How many times ``releaseWaiters()`` has let its waiters go: read with the account's lock
+    /// held, which ``releaseWaiters()``'s callers take first, and given to ``wait(releasedAfter:)``.
+    var releases: Int { state.withLock { $0.releases } }
+
     /// Returns once the refresh has ended (throwing its error when it failed); throws
     /// `CancellationError` at once when the calling task is cancelled, and ``AskAgain`` when
-    /// ``releaseWaiters()`` lets it go. Leaving never cancels the refresh.
-    func wait() async throws {
+    /// ``releaseWaiters()`` lets it go, or has let its waiters go since ``releases`` was
+    /// `released` (a waiter that read the account just before it was ended or replaced). Leaving
+    /// never cancels the refresh.
+    func wait(releasedAfter released: Int) async throws {
         let id = state.withLock { state in
             defer { state.nextID += 1 }
             return state.nextID
@@ -59,6 +68,7 @@ final class SharedRefresh: Sendable {
                 let now = state.withLock { state -> Result<Void, any Error>? in
                     if let result = state.result { return result }
                     if Task.isCancelled { return .failure(CancellationError()) }
+                    if state.releases != released { return .failure(AskAgain()) }
                     state.waiters[id] = continuation
                     return nil
                 }
