@@ -130,14 +130,32 @@ extension Accounts: CredentialApplying {
 /// What the keys of each account of ``Accounts`` hold, by the name requests give: not generic, and
 /// one reference, so that a hit finds its account with one locked lookup.
 final class AccountDirectory: Sendable {
-    /// The header that carries `URLRequest.account`: read when a request is keyed,
-    /// taken off before it goes out.
-    static let header = "TransportCache-Account"
+    /// The header that carries `URLRequest.account`: read when a request is keyed, taken off
+    /// before it goes out. Spelled as swift-corelibs-foundation stores a header name (each word
+    /// capitalised), so that one dictionary lookup finds it on every platform.
+    static let header = "X-Transport-Account"
 
     private struct State: Sendable {
         var identities: [String: AccountIdentity] = [:]
+        /// The same, while there are few, in an array: a few string comparisons find one at less
+        /// cost than hashing its name.
+        var few: [(name: String, identity: AccountIdentity)] = []
         /// Accounts signed out since they last signed in.
         var signedOut: Set<String> = []
+
+        func identity(of name: String) -> AccountIdentity? {
+            if identities.count > Self.fewest { return identities[name] }
+            for account in few where account.name == name { return account.identity }
+            return nil
+        }
+
+        /// How many accounts the array holds at most.
+        static let fewest = 8
+
+        mutating func set(_ identity: AccountIdentity?, for name: String) {
+            identities[name] = identity
+            few = identities.count > Self.fewest ? [] : identities.map { ($0.key, $0.value) }
+        }
     }
 
     private let state = Locked(State())
@@ -149,13 +167,24 @@ final class AccountDirectory: Sendable {
     ///   and names no account is keyed in none.
     @inline(__always)
     func account(of request: URLRequest) throws -> AccountIdentity? {
-        if let name = request.allHTTPHeaderFields?[Self.header],
-            let identity = state.withLock({ $0.identities[name] })
+        if let name = Self.name(in: request.allHTTPHeaderFields),
+            let identity = state.withLock({ $0.identity(of: name) })
         {
             return identity
         }
         return try unknownAccount(of: request)
     }
+
+    /// The value of ``header`` in `fields`, spelled as Foundation stores it. Found by walking the
+    /// few fields a request carries, comparing lengths first: cheaper than hashing the name.
+    @inline(__always)
+    private static func name(in fields: [String: String]?) -> String? {
+        guard let fields else { return nil }
+        for (field, value) in fields where field.utf8.count == headerLength && field == header { return value }
+        return nil
+    }
+
+    private static let headerLength = header.utf8.count
 
     /// Why `request` has no account to key it with, or nil when it is the app's to authenticate.
     @inline(never)
@@ -164,21 +193,21 @@ final class AccountDirectory: Sendable {
             if request.value(forHTTPHeaderField: "Authorization") != nil { return nil }
             throw AuthenticationError(.noAccount)
         }
-        if let identity = state.withLock({ $0.identities[name] }) { return identity }
+        if let identity = state.withLock({ $0.identity(of: name) }) { return identity }
         guard Self.isValid(name) else { throw AuthenticationError(.invalidAccount) }
         throw AuthenticationError(hasSignedOut(name) ? .signedOut : .noCredential)
     }
 
     func signIn(_ account: String, as identity: AccountIdentity) {
         state.withLock { state in
-            state.identities[account] = identity
+            state.set(identity, for: account)
             state.signedOut.remove(account)
         }
     }
 
     func signOut(_ account: String) {
         state.withLock { state in
-            state.identities[account] = nil
+            state.set(nil, for: account)
             state.signedOut.insert(account)
         }
     }

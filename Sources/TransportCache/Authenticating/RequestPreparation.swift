@@ -23,6 +23,9 @@ final class RequestPreparation: Sendable {
     let credentials: (any CredentialApplying)?
     /// Where the credentials find a request's account, read by every call.
     private let accountSource: AccountSource?
+    /// The account of one current credential (``Credentials``), read by every call: held apart
+    /// from ``accountSource`` so that a hit reads one reference and switches on nothing.
+    private let keyAccount: KeyAccount?
     private let keyHeaders: KeyHeaders
     /// Whether a request that goes out needs the second step.
     let decoratesOutgoing: Bool
@@ -53,6 +56,7 @@ final class RequestPreparation: Sendable {
         self.sendingAdapters = sendingAdapters
         credentials = configuration.identity.credentials
         accountSource = configuration.identity.credentials?.accountSource
+        if case .current(let keyAccount) = accountSource { self.keyAccount = keyAccount } else { keyAccount = nil }
         self.keyHeaders = keyHeaders
         decoratesOutgoing = !sendingAdapters.isEmpty || credentials != nil
     }
@@ -74,6 +78,7 @@ final class RequestPreparation: Sendable {
     func keyedLazily(_ request: URLRequest) throws -> KeyedRequest {
         if Self.isRefreshing { return KeyedRequest(request: request, account: nil) }
         guard keyedAdapters.isEmpty, headerAdapters.isEmpty else { return try keyed(adapting: request) }
+        if let keyAccount { return KeyedRequest(request: request, account: try account(of: request, in: keyAccount)) }
         guard let accountSource else { return KeyedRequest(request: request, account: nil) }
         return KeyedRequest(request: request, account: try account(of: request, in: accountSource))
     }
@@ -123,14 +128,18 @@ final class RequestPreparation: Sendable {
     @inline(__always)
     private func account(of request: URLRequest, in source: AccountSource) throws -> AccountIdentity? {
         switch source {
-        case .current(let keyAccount):
-            do {
-                return try keyAccount.current()
-            } catch  where Self.carriesOwnCredential(request) {
-                return nil
-            }
-        case .named(let directory):
-            return try directory.account(of: request)
+        case .current(let keyAccount): return try account(of: request, in: keyAccount)
+        case .named(let directory): return try directory.account(of: request)
+        }
+    }
+
+    /// The current credential's account for `request`, as ``account(of:in:)`` reads it.
+    @inline(__always)
+    private func account(of request: URLRequest, in keyAccount: KeyAccount) throws -> AccountIdentity? {
+        do {
+            return try keyAccount.current()
+        } catch  where Self.carriesOwnCredential(request) {
+            return nil
         }
     }
 
@@ -198,6 +207,10 @@ final class HeaderAdapter: Sendable {
     /// Its place in ``KeyHeaders/names``.
     let position: Int
     let value: RequestAdapter.Header
+    /// The identity made last for a request with no key header of its own, with the value and
+    /// account it was made for: a hit whose value and account are those reuses it instead of
+    /// building and normalising another (see ``KeyHeaders/identity(fields:account:headers:)``).
+    let lastIdentity = Locked<(value: String?, account: AccountIdentity?, identity: [String?])?>(nil)
 
     init(name: String, value: @escaping RequestAdapter.Header, keyHeaders: KeyHeaders) {
         self.name = name

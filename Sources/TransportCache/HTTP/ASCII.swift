@@ -18,6 +18,8 @@ enum ASCII {
     /// Case-insensitive equality for header names without allocating lowercased copies.
     /// `lowercase` must already be lowercase ASCII.
     static func equalsIgnoringCase(_ lowercase: String, _ other: String) -> Bool {
+        // Most names compared differ in length, which native strings know without a scan.
+        guard lowercase.utf8.count == other.utf8.count else { return false }
         var left = lowercase.utf8.makeIterator()
         var right = other.utf8.makeIterator()
         while true {

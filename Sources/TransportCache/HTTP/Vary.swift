@@ -42,12 +42,12 @@ enum Vary {
     /// requests whose credentials differ in any byte never share an answer.
     /// - Complexity: one scan, and no allocation, for a value already in that form without commas.
     static func normalized(_ value: String, lowercasedName: String) -> String {
-        if credentialFields.contains(lowercasedName) { return value }
         let isLanguage = lowercasedName == "accept-language"
         let needsWork = value.utf8.contains { byte in
             byte == 0x20 || byte == 0x09 || byte == UInt8(ascii: ",") || (isLanguage && byte >= 0x41 && byte <= 0x5A)
         }
-        guard needsWork else { return value }
+        // A value already in its form is its own, a credential's included: no set is looked up.
+        guard needsWork, !credentialFields.contains(lowercasedName) else { return value }
         var members = HeaderList.elements(value).map(String.init)
         if isLanguage {
             members = members.map { member in

@@ -69,16 +69,13 @@ final class RequestPlanner: Sendable {
             if !prefetching { store.record { $0.requests += 1 } }
             throw URLError(.badURL).carrying(CacheOutcome(source: .passedThrough(.notHTTP)))
         }
-        if let headers {
-            // Only a `GET` or `HEAD` without conditions can be a hit; any other is planned whole.
-            let method = request.httpMethod ?? "GET"
-            guard method == "GET" || method == "HEAD" else {
-                return try plan(
-                    headers.applied(to: request), account: account, headers: nil, refreshing: refreshing,
-                    prefetching: prefetching)
-            }
-        }
         let method = request.httpMethod ?? "GET"
+        if let headers, method != "GET" && method != "HEAD" {
+            // Only a `GET` or `HEAD` can be a hit; any other is planned whole.
+            return try plan(
+                headers.applied(to: request), account: account, headers: nil, refreshing: refreshing,
+                prefetching: prefetching)
+        }
         let fields = request.allHTTPHeaderFields
         guard
             var key = CacheKey(
@@ -94,9 +91,9 @@ final class RequestPlanner: Sendable {
             }
         }
         let directives = RequestDirectives(fields)
-        if let headers,
-            directives.bypass != nil || reading(request.cachePolicy, directives, refreshing: refreshing).1 != nil
-        {
+        let cachePolicy = request.cachePolicy
+        let (acceptance, reloadReason) = reading(cachePolicy, directives, refreshing: refreshing)
+        if let headers, directives.bypass != nil || reloadReason != nil {
             // Not a hit: planned whole, for the request with its keyed headers.
             return try plan(
                 headers.applied(to: request), account: account, headers: nil, refreshing: refreshing,
@@ -111,7 +108,6 @@ final class RequestPlanner: Sendable {
             return send(request, url: url, because: bypass, account: account)
         }
 
-        let (acceptance, reloadReason) = reading(request.cachePolicy, directives, refreshing: refreshing)
         if let reloadReason {
             if !prefetching { store.record { $0.requests += 1 } }
             return .fetch(
@@ -128,7 +124,7 @@ final class RequestPlanner: Sendable {
         {
             return .memory(answer)
         }
-        if request.cachePolicy == .returnCacheDataDontLoad { return .unavailable }
+        if cachePolicy == .returnCacheDataDontLoad { return .unavailable }
         if case .httpRules(let cacheControl) = acceptance, cacheControl?.onlyIfCached == true {
             return .gatewayTimeout(url)
         }

@@ -120,12 +120,20 @@ struct KeyHeaders: Sendable {
     /// The place of `authorization` in ``names``.
     private let authorization: Int?
 
+    /// One bit for each length of a name in ``names`` (bit 63 for 63 or more): most fields of a
+    /// request are told apart from every key header by their length alone.
+    private let lengths: UInt64
+
     init(extra: some Sequence<String>) {
         var all = Set(Self.standard)
         for name in extra { all.insert(name.lowercased()) }
         names = all.sorted()
         authorization = names.firstIndex(of: "authorization")
+        lengths = names.reduce(0) { $0 | Self.lengthBit($1) }
     }
+
+    @inline(__always)
+    private static func lengthBit(_ name: String) -> UInt64 { 1 << UInt64(min(name.utf8.count, 63)) }
 
     /// What begins an account among the identity values: a header value holds no control
     /// character, so no header's value can pass for an account.
@@ -167,7 +175,26 @@ struct KeyHeaders: Sendable {
     private func identity(fields: [String: String]?, account: AccountIdentity?, setting headers: KeyedHeaders)
         -> [String?]
     {
-        var values = values(in: fields)
+        let values = values(in: fields)
+        guard values.isEmpty, headers.others.isEmpty else {
+            return identity(values, account: account, setting: headers)
+        }
+        // One keyed header on a request with no key header of its own, the common case: the
+        // identity of the same value and account as the last such request is that one's.
+        let adapter = headers.adapters[0]
+        let value = headers.first
+        if let identity = adapter.lastIdentity.withLock({ last in
+            last.flatMap { $0.value == value && $0.account === account ? $0.identity : nil }
+        }) {
+            return identity
+        }
+        let identity = identity(values, account: account, setting: headers)
+        adapter.lastIdentity.withLock { $0 = (headers.first, account, identity) }
+        return identity
+    }
+
+    private func identity(_ values: [String?], account: AccountIdentity?, setting headers: KeyedHeaders) -> [String?] {
+        var values = values
         headers.forEachValue { adapter, value in
             if values.isEmpty {
                 if value == nil { return }
@@ -190,9 +217,9 @@ struct KeyHeaders: Sendable {
         guard let fields, !fields.isEmpty else { return [] }
         var values: [String?] = []
         for (field, value) in fields {
-            guard let position = names.firstIndex(where: { ASCII.equalsIgnoringCase($0, field) }) else {
-                continue
-            }
+            guard lengths & Self.lengthBit(field) != 0,
+                let position = names.firstIndex(where: { ASCII.equalsIgnoringCase($0, field) })
+            else { continue }
             if values.isEmpty { values = Array(repeating: nil, count: names.count) }
             let value = Vary.normalized(value, lowercasedName: names[position])
             if let existing = values[position] {
