@@ -68,5 +68,9 @@ struct AccountSwitchTests {
         #expect(authenticator.refreshes == 1)
         credentials?.credential = "you-1"
         #expect(try await transport.data(for: request("\(base)/other")).0.text.contains("auth=Bearer you-1"))
+        // The signed-out account's refresh runs to its end; its credential is not taken.
+        refreshing.open()
+        #expect(try await transport.data(for: request("\(base)/last")).0.text.contains("auth=Bearer you-1"))
+        #expect(credentials?.credential == "you-1")
     }
 }
