@@ -56,6 +56,13 @@ import ServiceLifecycle
 /// ``closeGate(_:)`` has returned, no token is issued until the gate opens, not even by a request
 /// that passed it a moment before.
 ///
+/// Tokens of several accounts, each its own current token, as an origin that tells its users
+/// apart by their tokens: a request with `token=account` gets `401` unless it carries the current
+/// token of the account the token was issued to, so two accounts can share one URL. An account's
+/// first token is `<name>-t0` (see ``currentToken(of:)``); a `POST` to `/token?account=<name>`
+/// issues its next one (`<name>-t1` …), with `gate` as above; ``expireToken(of:)`` expires it
+/// and makes none. The single current token above is apart from these.
+///
 /// Refresh-token rotation, as OAuth 2.1 asks of a server whose clients cannot keep a secret: a
 /// `POST` to `/token?rotate=1` with the form body `grant_type=refresh_token&refresh_token=<r>`
 /// presents a refresh token. When `<r>` is live, the origin revokes it and answers
@@ -172,6 +179,17 @@ public final class LoopbackOrigin: Sendable {
     /// Replaces the current token with one no client has been given, as an expired token is.
     public func expireToken() async { await state.expireToken() }
 
+    /// The token `account`'s requests with `token=account` must carry; `<account>-t0` until its
+    /// first is issued or expired.
+    public func currentToken(of account: String) async -> String { await state.currentToken(of: account) }
+
+    /// Replaces `account`'s current token with one no client has been given, as an expired token
+    /// is; other accounts' tokens are not touched.
+    public func expireToken(of account: String) async { await state.expireToken(of: account) }
+
+    /// Requests that arrived carrying a header named `name` (any case), whatever their path.
+    public func requests(carrying name: String) async -> Int { await state.requests(carrying: name) }
+
     /// From now on, requests with `gate=1` wait until ``openGate()``.
     public func closeGate() async { await state.closeGate(OriginState.defaultGate) }
 
@@ -258,9 +276,13 @@ actor OriginState {
     private var concurrentRequests = 0
     private(set) var maximumConcurrentRequests = 0
     private var lastHeaders: [String: [String: String]] = [:]
+    /// Per lowercased header name, the requests that carried it.
+    private var requestsByHeader: [String: Int] = [:]
     private var versions: [String: Int] = [:]
     private(set) var currentToken = "t0"
     private var tokensMade = 0
+    /// Per account of `token=account`, its current token and how many it has been given.
+    private var accountTokens: [String: (current: String, made: Int)] = [:]
     static let defaultGate = "1"
     private var closedGates: Set<String> = []
     private var gateWaiters: [(gate: String, continuation: CheckedContinuation<Void, Never>)] = [] {
@@ -323,7 +345,10 @@ actor OriginState {
         var fields: [String: String] = [:]
         for field in headers { fields[field.name.canonicalName] = field.value }
         lastHeaders[key] = fields
+        for name in fields.keys { requestsByHeader[name, default: 0] += 1 }
     }
+
+    func requests(carrying name: String) -> Int { requestsByHeader[name.lowercased()] ?? 0 }
 
     func lastRequestHeader(_ name: String, for key: String) -> String? {
         lastHeaders[key]?[name.lowercased()]
@@ -358,6 +383,31 @@ actor OriginState {
         tokensMade += 1
         currentToken = "expired-\(tokensMade)"
         rotatedAccessTokens.removeAll()
+    }
+
+    func currentToken(of account: String) -> String { accountTokens[account]?.current ?? "\(account)-t0" }
+
+    /// `account`'s next token, now its current one.
+    func issueToken(for account: String) -> String {
+        let made = (accountTokens[account]?.made ?? 0) + 1
+        accountTokens[account] = ("\(account)-t\(made)", made)
+        return "\(account)-t\(made)"
+    }
+
+    /// Counts no token made, unlike ``expireToken()``: an account's tokens are numbered by the
+    /// ones it was given.
+    func expireToken(of account: String) {
+        let made = accountTokens[account]?.made ?? 0
+        accountTokens[account] = ("\(account)-expired-\(made)", made)
+    }
+
+    /// Whether `authorization` carries the current token of the account it was issued to.
+    func acceptsAccountToken(_ authorization: String?) -> Bool {
+        guard let authorization, authorization.hasPrefix("Bearer ") else { return false }
+        let token = authorization.dropFirst("Bearer ".count)
+        // `<name>-t<n>`: the name is all before the last dash.
+        guard let dash = token.lastIndex(of: "-") else { return false }
+        return currentToken(of: String(token[..<dash])) == token
     }
 
     /// Whether `authorization` carries a token `token=1` requests accept.
@@ -441,10 +491,10 @@ actor OriginState {
         while closedGates.contains(gate) { await passGate(gate) }
     }
 
-    /// A new token, now the current one, issued once `gate` is open.
-    func issueToken(behind gate: String?) async -> String {
+    /// A new token, now the current one (`account`'s, when given), issued once `gate` is open.
+    func issueToken(behind gate: String?, for account: String?) async -> String {
         await stayBehind(gate)
-        return issueToken()
+        return account.map(issueToken(for:)) ?? issueToken()
     }
 
     /// ``rotate(presented:)`` once `gate` is open.
@@ -656,18 +706,25 @@ enum OriginResponder {
 }
 
 extension OriginResponder {
-    /// The answer of `/token`, or a `401` to a `token=1` request without the current token; nil
-    /// for any other request.
+    /// The answer of `/token`, or a `401` to a `token=1` or `token=account` request without the
+    /// current token; nil for any other request.
     static func tokenAnswer(
         _ request: Request, path: String, status: HTTPResponse.Status, parameter: (String) -> String?,
         state: OriginState
     ) async -> Response? {
         if path == "/token", request.method == .post {
             guard status == .ok else { return Response(status: status) }
-            let token = parameter("bogus") == "1" ? "bogus" : await state.issueToken(behind: parameter("gate"))
+            let token =
+                parameter("bogus") == "1"
+                ? "bogus" : await state.issueToken(behind: parameter("gate"), for: parameter("account"))
             return Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: token)))
         }
-        guard parameter("token") == "1", await !state.accepts(request.headers[.authorization]) else { return nil }
+        let authorization = request.headers[.authorization]
+        switch parameter("token") {
+        case "1": if await state.accepts(authorization) { return nil }
+        case "account": if await state.acceptsAccountToken(authorization) { return nil }
+        default: return nil
+        }
         var headers = HTTPFields()
         headers[.wwwAuthenticate] = "Bearer"
         return Response(status: .unauthorized, headers: headers, body: .init(byteBuffer: ByteBuffer(string: "refused")))

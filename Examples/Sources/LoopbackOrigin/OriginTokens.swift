@@ -23,7 +23,7 @@ public struct OriginAccount: Sendable, Equatable {
 /// The loopback origin's bearer tokens as an ``Authenticator``: a request carries
 /// `Authorization: Bearer <token>` and `X-Account: <name>`; a refresh `POST`s to the origin's
 /// `/token` through the transport given to ``use(_:)`` (held weakly, since that transport holds
-/// this authenticator), past its adapters and authenticator. It counts its refreshes.
+/// this authenticator), past its adapters and authenticator. It counts its refreshes, per account.
 public final class OriginTokens: Authenticator {
     /// Held weakly: the transport holds this authenticator.
     private final class WeakTransport: Sendable {
@@ -31,21 +31,53 @@ public final class OriginTokens: Authenticator {
         init(_ transport: CachedTransport) { self.transport = transport }
     }
 
-    private let state: Mutex<(tokenURL: URL, transport: WeakTransport?, refreshes: Int)>
+    private struct State {
+        var tokenURL: @Sendable (String) -> URL
+        var transport: WeakTransport?
+        /// The refreshes started, per account.
+        var started: [String: Int] = [:]
+        var ended = 0
+        var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state: Mutex<State>
 
     /// Tokens from `tokenURL` (the origin's `/token`, with any of its parameters).
-    public init(tokenURL: URL) {
-        state = Mutex((tokenURL, nil, 0))
+    public convenience init(tokenURL: URL) {
+        self.init(tokenURLOf: { _ in tokenURL })
+    }
+
+    /// Tokens of each account from its own `/token` URL, `tokenURLOf(name)`: with several
+    /// accounts (``Accounts``), `/token?account=<name>` issues that account's tokens, and a gate
+    /// named after it holds its refreshes alone.
+    public init(tokenURLOf: @escaping @Sendable (String) -> URL) {
+        state = Mutex(State(tokenURL: tokenURLOf))
     }
 
     /// Refreshes through `transport` from now on.
     public func use(_ transport: CachedTransport) { state.withLock { $0.transport = WeakTransport(transport) } }
 
     /// Where refreshes ask for a token from now on.
-    public func setTokenURL(_ url: URL) { state.withLock { $0.tokenURL = url } }
+    public func setTokenURL(_ url: URL) { state.withLock { $0.tokenURL = { _ in url } } }
 
     /// The refreshes started so far.
-    public var refreshes: Int { state.withLock { $0.refreshes } }
+    public var refreshes: Int { state.withLock { $0.started.values.reduce(0, +) } }
+
+    /// The refreshes of account `name` started so far.
+    public func refreshes(of name: String) -> Int { state.withLock { $0.started[name] ?? 0 } }
+
+    /// Suspends until every refresh started so far has returned or thrown: a refresh no caller
+    /// waits for any more runs on, and only its end tells that its answer has been dealt with.
+    public func waitUntilIdle() async {
+        await withCheckedContinuation { continuation in
+            let idle = state.withLock { state in
+                guard state.started.values.reduce(0, +) > state.ended else { return true }
+                state.idleWaiters.append(continuation)
+                return false
+            }
+            if idle { continuation.resume() }
+        }
+    }
 
     /// Sets `Authorization: Bearer <token>` and `X-Account: <name>`.
     public func apply(_ account: OriginAccount, to request: inout URLRequest) {
@@ -56,8 +88,19 @@ public final class OriginTokens: Authenticator {
     /// A new token for `account` from the origin's `/token`.
     public func refresh(_ account: OriginAccount) async throws -> OriginAccount {
         let (url, transport) = state.withLock { state in
-            state.refreshes += 1
-            return (state.tokenURL, state.transport?.transport)
+            state.started[account.name, default: 0] += 1
+            return (state.tokenURL(account.name), state.transport?.transport)
+        }
+        defer {
+            let idle = state.withLock { state in
+                state.ended += 1
+                guard state.started.values.reduce(0, +) == state.ended else {
+                    return [CheckedContinuation<Void, Never>]()
+                }
+                defer { state.idleWaiters = [] }
+                return state.idleWaiters
+            }
+            for waiter in idle { waiter.resume() }
         }
         guard let transport else { throw URLError(.userAuthenticationRequired) }
         var post = URLRequest(url: url)

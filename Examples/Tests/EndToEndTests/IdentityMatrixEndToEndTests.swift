@@ -8,8 +8,9 @@ import TransportCache
 import TransportCacheQueries
 
 /// The plain request a screen holds (a URL, no `Authorization`) finds, drops and overwrites the
-/// entry its own fetch stored, whatever shapes the key: nothing, adapters, a credential's account
-/// or a partition. Every call keys it as the request that goes to the network is keyed.
+/// entry its own fetch stored, whatever shapes the key: nothing, adapters, a credential's account,
+/// a partition, or the account it names among several. Every call keys it as the request that
+/// goes to the network is keyed.
 @Suite("Every call keys a request as the network will, in every identity configuration")
 struct IdentityMatrixEndToEndTests {
     /// What a transport puts on the requests it keys and sends.
@@ -22,10 +23,24 @@ struct IdentityMatrixEndToEndTests {
         case authenticator
         /// The origin's bearer tokens, partitioned by the account's name.
         case partitions
+        /// The origin's bearer tokens of two accounts signed in at once, `me` and `you`; every
+        /// request names `me`, so each call must find `me`'s credential and entries, never `you`'s.
+        case accounts
 
         var testDescription: String { rawValue }
 
-        var hasCredentials: Bool { self == .authenticator || self == .partitions }
+        var hasCredentials: Bool { self != .none && self != .adapter }
+
+        /// The partition its entries are kept in.
+        var partition: String? { self == .partitions || self == .accounts ? "me" : nil }
+
+        /// The request a screen holds: the URL alone, naming its account when each request names
+        /// one.
+        func request(_ url: URL, method: String = "GET") -> URLRequest {
+            var request = EndToEndTests.request(url, method: method)
+            if self == .accounts { request.account = "me" }
+            return request
+        }
 
         /// `pathAndQuery` with `token=1` when the identity carries a credential, so the origin
         /// answers `200` only to a request that went out with the current token; without one the
@@ -74,6 +89,17 @@ struct IdentityMatrixEndToEndTests {
             configuration.identity.authenticate(with: made)
             tokens = originTokens
             credentials = made
+        case .accounts:
+            let originTokens = OriginTokens(tokenURL: origin.url(tokenPath))
+            let accounts = Accounts(originTokens)
+            // `you` holds a token of its own, so a request that went out with it would show.
+            let me = OriginAccount(name: "me", token: await origin.currentToken)
+            let you = OriginAccount(name: "you", token: await origin.currentToken(of: "you"))
+            // Names without a comma, a control character or an outer space: never refused.
+            try! accounts.setCredential(me, for: me.name)
+            try! accounts.setCredential(you, for: you.name)
+            configuration.identity.authenticate(with: accounts)
+            tokens = originTokens
         }
         let transport = CachedTransport(configuration: configuration)
         tokens?.use(transport)
@@ -94,6 +120,8 @@ struct IdentityMatrixEndToEndTests {
         let authorization = identity.hasCredentials ? "Bearer t0" : nil
         #expect(await header("Authorization") == authorization, sourceLocation: sourceLocation)
         #expect(await header("X-Account") == (identity.hasCredentials ? "me" : nil), sourceLocation: sourceLocation)
+        // The account a request names is the transport's to read: it never goes out.
+        #expect(await header("TransportCache-Account") == nil, sourceLocation: sourceLocation)
     }
 
     static func status(_ response: URLResponse) -> Int? { (response as? HTTPURLResponse)?.statusCode }
@@ -107,7 +135,7 @@ struct IdentityMatrixEndToEndTests {
         try await withOrigin { origin in
             let transport = await Self.client(identity, on: origin).transport
             let path = identity.pathAndQuery("/list?stable=1")
-            let plain = URLRequest(url: origin.url(path))
+            let plain = identity.request(origin.url(path))
             let (fetched, response) = try await transport.data(for: plain)
             #expect(Self.status(response) == 200)
             #expect(fetched.text.hasSuffix(identity.auth))
@@ -133,7 +161,7 @@ struct IdentityMatrixEndToEndTests {
         try await withOrigin { origin in
             let transport = await Self.client(identity, on: origin).transport
             let path = identity.pathAndQuery("/profile?stable=1")
-            let plain = URLRequest(url: origin.url(path))
+            let plain = identity.request(origin.url(path))
             try transport.store(ProvisionalAnswer(for: plain, data: Data("stored".utf8)))
             let (data, response) = try await transport.data(for: plain)
             #expect(Self.status(response) == 200)
@@ -141,7 +169,7 @@ struct IdentityMatrixEndToEndTests {
             #expect(await origin.totalHits == 0)
             let entries = transport.snapshot().entries
             #expect(entries.count == 1)
-            #expect(entries.first?.partition == (identity == .partitions ? "me" : nil))
+            #expect(entries.first?.partition == identity.partition)
         }
     }
 
@@ -152,11 +180,11 @@ struct IdentityMatrixEndToEndTests {
         try await withOrigin { origin in
             let transport = await Self.client(identity, on: origin).transport
             let path = identity.pathAndQuery("/articles")
-            let plain = URLRequest(url: origin.url(path))
+            let plain = identity.request(origin.url(path))
             #expect(try await transport.data(for: plain).0.text.hasSuffix("\(identity.auth) hit=1"))
 
             await origin.closeGate()
-            let write = request(origin.url("/write?gate=1"), method: "POST")
+            let write = identity.request(origin.url("/write?gate=1"), method: "POST")
             let update = Task {
                 try await transport.optimisticUpdate(
                     [ProvisionalAnswer(for: plain, data: Data("provisional".utf8))],
@@ -186,7 +214,7 @@ struct IdentityMatrixEndToEndTests {
         try await withOrigin { origin in
             let transport = await Self.client(identity, on: origin).transport
             let path = identity.pathAndQuery("/settings?stable=1")
-            let plain = URLRequest(url: origin.url(path))
+            let plain = identity.request(origin.url(path))
             // The origin's bodies are text, not JSON: decoded as their text.
             let decoder = BodyTextDecoder()
             let value = try await transport.value(String.self, for: plain, decoder: decoder)
@@ -206,7 +234,7 @@ struct IdentityMatrixEndToEndTests {
         try await withOrigin { origin in
             let transport = await Self.client(identity, on: origin).transport
             let path = identity.pathAndQuery("/feed?stable=1")
-            let plain = URLRequest(url: origin.url(path))
+            let plain = identity.request(origin.url(path))
             let (fetched, _) = try await transport.data(for: plain)
             #expect(fetched.text.hasSuffix(identity.auth))
 
@@ -227,7 +255,7 @@ struct IdentityMatrixEndToEndTests {
         try await withOrigin { origin in
             let transport = await Self.client(identity, on: origin).transport
             let path = identity.pathAndQuery("/inbox")
-            let plain = URLRequest(url: origin.url(path))
+            let plain = identity.request(origin.url(path))
             #expect(try await transport.data(for: plain).0.text.hasSuffix("\(identity.auth) hit=1"))
 
             let (refreshed, response) = try await transport.refresh(plain)
@@ -249,7 +277,7 @@ struct IdentityMatrixEndToEndTests {
         try await withOrigin { origin in
             let transport = await Self.client(identity, on: origin).transport
             let path = identity.pathAndQuery("/tagged?stable=1")
-            let plain = URLRequest(url: origin.url(path))
+            let plain = identity.request(origin.url(path))
             let (fetched, response) = try await transport.data(for: plain, tags: ["t"])
             #expect(Self.status(response) == 200)
             #expect(fetched.text.hasSuffix(identity.auth))

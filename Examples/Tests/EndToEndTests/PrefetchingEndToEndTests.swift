@@ -480,12 +480,12 @@ struct PrefetchingEndToEndTests {
             let client = await IdentityMatrixEndToEndTests.client(identity, on: origin)
             let transport = client.transport
             let path = identity.pathAndQuery("/detail?stable=1")
-            let prefetch = try transport.prefetch(URLRequest(url: origin.url(path)))
+            let prefetch = try transport.prefetch(identity.request(origin.url(path)))
             let outcome = try #require(await Self.outcomes(of: [prefetch])?.first)
             #expect(outcome.isLoaded, "\(outcome)")
             await IdentityMatrixEndToEndTests.expectSent(identity, path, to: origin)
 
-            let (body, response, read) = try await transport.response(for: URLRequest(url: origin.url(path)))
+            let (body, response, read) = try await transport.response(for: identity.request(origin.url(path)))
             #expect(response.statusCode == 200)
             #expect(read.isFromMemory, "\(read)")
             #expect(body.text.hasSuffix(identity.auth))
