@@ -180,7 +180,9 @@ final class AccountDirectory: Sendable {
     @inline(__always)
     private static func name(in fields: [String: String]?) -> String? {
         guard let fields else { return nil }
-        for (field, value) in fields where field.utf8.count == headerLength && field == header { return value }
+        for (field, value) in fields where field.utf8.count == headerLength && ASCII.equalBytes(field, header) {
+            return value
+        }
         return nil
     }
 

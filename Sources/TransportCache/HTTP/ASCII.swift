@@ -1,3 +1,5 @@
+import Foundation
+
 /// Byte-level text helpers for header names and values, which HTTP defines in ASCII.
 enum ASCII {
     /// `string` with its ASCII capitals lowercased, other characters left alone; `string` itself
@@ -33,6 +35,19 @@ enum ASCII {
                 return false
             }
         }
+    }
+
+    /// Whether `left` and `right` hold the same bytes: for names the transport spells itself,
+    /// compared as bytes rather than as Unicode text (which a string longer than fifteen bytes
+    /// pays for).
+    static func equalBytes(_ left: String, _ right: String) -> Bool {
+        let compared = left.utf8.withContiguousStorageIfAvailable { left in
+            right.utf8.withContiguousStorageIfAvailable { right in
+                left.count == right.count
+                    && (left.isEmpty || memcmp(left.baseAddress!, right.baseAddress!, left.count) == 0)
+            }
+        }
+        return (compared ?? nil) ?? (left == right)
     }
 
     /// Whether `string` is one or more digits, the form of `delta-seconds` and `Age`.
