@@ -192,7 +192,7 @@ final class AccountDirectory: Sendable {
     @inline(never)
     private func unknownAccount(of request: URLRequest) throws -> AccountIdentity? {
         guard let name = request.value(forHTTPHeaderField: Self.header) else {
-            if request.value(forHTTPHeaderField: "Authorization") != nil { return nil }
+            if RequestPreparation.carriesOwnCredential(request) { return nil }
             throw AuthenticationError(.noAccount)
         }
         if let identity = state.withLock({ $0.identity(of: name) }) { return identity }

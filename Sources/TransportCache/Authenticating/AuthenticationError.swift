@@ -54,7 +54,7 @@ public struct AuthenticationError: Error, Sendable, CustomStringConvertible {
         case .credentialUnchanged: "the refresh returned the credential the origin refused"
         case .noCredential: "the origin asked for a credential and none is set"
         case .identityChanged: "the request would have been sent as another identity than its key's"
-        case .signedOut: "its partition was signed out"
+        case .signedOut: "its account was signed out"
         case .partitionUnavailable:
             "the credential's partition could not be read: \(underlyingError.map { "\($0)" } ?? "unknown error")"
         case .noAccount: "the request names no account"

@@ -173,7 +173,7 @@ final class RequestPreparation: Sendable {
     }
 
     /// Whether the app put a credential on `request` itself: it then goes out as it is.
-    private static func carriesOwnCredential(_ request: URLRequest) -> Bool {
+    static func carriesOwnCredential(_ request: URLRequest) -> Bool {
         request.value(forHTTPHeaderField: "Authorization") != nil
     }
 }

@@ -168,7 +168,11 @@ extension CachedTransport {
     /// - Returns: the value, the bytes it was decoded from and the answer's ``CacheOutcome``; nil
     ///   when memory holds no entry that the request may use, or another caller is decoding it.
     /// - Throws: ``ValueDecodingError`` when the stored status is outside 200-299 or the body does
-    ///   not decode; `URLError(.badURL)` for a request without a URL.
+    ///   not decode; `URLError(.badURL)` for a request without a URL; the errors of keying the
+    ///   request as every call does: a keyed adapter's, and an ``AuthenticationError`` when its
+    ///   account cannot be read (``AuthenticationError/Code/partitionUnavailable``, and with
+    ///   ``Accounts`` ``AuthenticationError/Code/noAccount``, ``AuthenticationError/Code/invalidAccount``,
+    ///   ``AuthenticationError/Code/noCredential`` or ``AuthenticationError/Code/signedOut``).
     /// - Complexity: one locked lookup when the value is decoded already.
     public nonisolated func cachedValue<Value: Decodable & Sendable>(
         _ type: Value.Type = Value.self,
