@@ -527,6 +527,11 @@ struct AccountsTests {
         post.setValue("Bearer app", forHTTPHeaderField: "Authorization")
         post.httpBody = Data("x".utf8)
         #expect(await failure { try await transport.data(for: post) } == .invalidAccount)
+        // Refused where it is keyed: nothing is written for it, in an account or out of one.
+        #expect {
+            try transport.store(ProvisionalAnswer(for: both, data: Data("x".utf8)))
+        } throws: { ($0 as? AuthenticationError)?.code == .invalidAccount }
+        #expect(throws: AuthenticationError.self) { try transport.cachedValue(String.self, for: both) }
         #expect(origin.callCount == 0)
         #expect(transport.statistics.entries == 0)
     }

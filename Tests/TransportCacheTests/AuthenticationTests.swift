@@ -230,6 +230,18 @@ struct AuthenticationTests {
         #expect(authenticator.refreshes == 2)
     }
 
+    @Test("a request refused while no credential is set fails with noCredential, and no refresh starts")
+    func refusedWithNoCredential() async throws {
+        let origin = authenticatingOrigin(accepting: Locked([]))
+        let authenticator = TokenAuthenticator()
+        let transport = transport(origin, credentials: Credentials(authenticator, credential: nil))
+        await #expect {
+            try await transport.data(from: URL(string: "\(self.base)/feed")!)
+        } throws: { ($0 as? AuthenticationError)?.code == .noCredential }
+        #expect(origin.callCount == 1)
+        #expect(authenticator.refreshes == 0)
+    }
+
     @Test("past the refresh limit within its window, a refusal fails with tooManyRefreshes instead of a loop")
     func refreshLimit() async throws {
         let origin = authenticatingOrigin(accepting: Locked([]))

@@ -77,6 +77,20 @@ struct KeyedHeaderTests {
         #expect(transport.statistics.entries == 0)
     }
 
+    @Test("a request the cache does not handle goes out with the keyed header too")
+    func passedThroughWithTheHeader() async throws {
+        let origin = echoingOrigin()
+        let transport = makeTransport(loader: origin) { configuration in
+            configuration.identity.requestAdapters = [.header("X-Tenant") { _ in "acme" }]
+        }
+        _ = try? await transport.data(for: request("custom://api.example.com/open"))
+        var post = request("\(base)/orders", method: "POST")
+        post.httpBody = Data("{}".utf8)
+        _ = try await transport.data(for: post)
+        #expect(origin.calls.count == 2)
+        #expect(origin.calls.allSatisfy { $0.value(forHTTPHeaderField: "X-Tenant") == "acme" })
+    }
+
     @Test("a response varying on the keyed header is found again by a hit that never sets it")
     func varyOnTheKeyedHeader() async throws {
         let origin = ScriptedOrigin { request, call in

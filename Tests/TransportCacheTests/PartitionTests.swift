@@ -191,6 +191,27 @@ struct PartitionTests {
         #expect(!origin.calls.contains { $0.url!.path == "/after" })
     }
 
+    @Test("signed out before its credential is set to nil, the account is neither written nor read")
+    func signOutBeforeTheCredential() async throws {
+        let origin = authenticatingOrigin(accepting: Locked(["Bearer alice-1", "-"]))
+        let credentials = Self.partitioned(token: "alice-1")
+        let transport = transport(origin, credentials: credentials)
+        let feed = URLRequest(url: URL(string: "\(base)/feed")!)
+        transport.signOut(partition: "alice")
+        #expect {
+            try transport.store(ProvisionalAnswer(for: feed, data: Data("written".utf8)))
+        } throws: { ($0 as? AuthenticationError)?.code == .signedOut }
+        await #expect {
+            try await transport.data(for: feed)
+        } throws: { ($0 as? AuthenticationError)?.code == .signedOut }
+        #expect(transport.statistics.entries == 0)
+        #expect(origin.callCount == 0)
+        credentials.credential = nil
+        // Signed out on both counts: requests go out with no credential, in no account.
+        _ = try await transport.data(for: feed)
+        #expect(origin.calls.last?.value(forHTTPHeaderField: "Authorization") == nil)
+    }
+
     @Test("a sign-out during an optimistic update's refetch leaves none of its answers stored")
     func signOutDuringAnUpdatesRefetch() async throws {
         let origin = ScriptedOrigin(respond: ScriptedOrigin.ok(), holding: { $0.url!.path == "/profile" })

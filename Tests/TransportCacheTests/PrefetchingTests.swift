@@ -73,8 +73,12 @@ struct FetchQueueTests {
         await origin.waitForCalls(1)
         let prefetches = try (1...2).map { try transport.prefetch(URLRequest(url: url("/low/\($0)"))) }
         await waitForWaiting(2, in: transport, host: url("/"))
-        let normal = (1...2).map { index in screen(transport, "/normal/\(index)", priority: .normal) }
-        await waitForWaiting(4, in: transport, host: url("/"))
+        // One at a time: two tasks started together reach the queue in either order.
+        var normal: [Task<String, any Error>] = []
+        for index in 1...2 {
+            normal.append(screen(transport, "/normal/\(index)", priority: .normal))
+            await waitForWaiting(2 + index, in: transport, host: url("/"))
+        }
         let high = screen(transport, "/high", priority: .high)
         await waitForWaiting(5, in: transport, host: url("/"))
         origin.openGate()

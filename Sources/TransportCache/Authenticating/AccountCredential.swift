@@ -121,6 +121,8 @@ final class AccountCredential<Authenticating: Authenticator>: CredentialRecoveri
                 }
                 continue
             }
+            // A wait every caller left asks the app for nothing.
+            try Task.checkCancellation()
             let started: SharedRefresh?
             do {
                 started = try startRefresh(of: credential, refusing: request, ifStill: generation, at: clock.now)
@@ -214,6 +216,18 @@ protocol CredentialRecovering: AnyObject, Sendable {
     ///   the caller is cancelled (the refresh goes on).
     func recover(fromRefusalOf request: URLRequest, at refused: Int, clock: CacheClock, again: Bool) async throws
         -> Bool
+}
+
+/// The account of a request sent with no credential while none is signed in: a refusal of it
+/// has no later credential to wait for.
+final class NoCredential: CredentialRecovering {
+    static let shared = NoCredential()
+
+    func recover(fromRefusalOf request: URLRequest, at refused: Int, clock: CacheClock, again: Bool) async throws
+        -> Bool
+    {
+        throw AuthenticationError(.noCredential)
+    }
 }
 
 /// A request with its account's current credential on it, and which credential that was.

@@ -103,10 +103,7 @@ extension Accounts: CredentialApplying {
     nonisolated(nonsending) func authenticate(_ request: URLRequest, keyedFor account: String?) async throws
         -> Authenticated
     {
-        guard let marker = account, marker.hasPrefix(KeyHeaders.partitionPrefix) else {
-            throw AuthenticationError(.noAccount)
-        }
-        let name = String(marker.dropFirst(KeyHeaders.partitionPrefix.count))
+        guard let name = account.flatMap(KeyHeaders.partition(ofMarker:)) else { throw AuthenticationError(.noAccount) }
         guard let held = state.withLock({ $0.accounts[name] }) else {
             throw AuthenticationError(directory.hasSignedOut(name) ? .signedOut : .noCredential)
         }
@@ -167,26 +164,35 @@ final class AccountDirectory: Sendable {
     ///   and names no account is keyed in none.
     @inline(__always)
     func account(of request: URLRequest) throws -> AccountIdentity? {
-        if let name = Self.name(in: request.allHTTPHeaderFields),
-            let identity = state.withLock({ $0.identity(of: name) })
-        {
-            return identity
+        let (name, carriesAuthorization) = Self.name(in: request.allHTTPHeaderFields)
+        if let name {
+            // The app's own credential beside a named account: which of the two would it be?
+            if carriesAuthorization { throw AuthenticationError(.invalidAccount) }
+            if let identity = state.withLock({ $0.identity(of: name) }) { return identity }
         }
         return try unknownAccount(of: request)
     }
 
-    /// The value of ``header`` in `fields`, spelled as Foundation stores it. Found by walking the
-    /// few fields a request carries, comparing lengths first: cheaper than hashing the name.
+    /// The value of ``header`` in `fields`, spelled as Foundation stores it, and whether they
+    /// carry `Authorization`. Found by walking the few fields a request carries, comparing lengths
+    /// first: cheaper than hashing the name.
     @inline(__always)
-    private static func name(in fields: [String: String]?) -> String? {
-        guard let fields else { return nil }
-        for (field, value) in fields where field.utf8.count == headerLength && ASCII.equalBytes(field, header) {
-            return value
+    private static func name(in fields: [String: String]?) -> (String?, carriesAuthorization: Bool) {
+        guard let fields else { return (nil, false) }
+        var name: String?
+        var carriesAuthorization = false
+        for (field, value) in fields {
+            switch field.utf8.count {
+            case headerLength where ASCII.equalBytes(field, header): name = value
+            case authorizationLength where ASCII.equalsIgnoringCase("authorization", field): carriesAuthorization = true
+            default: continue
+            }
         }
-        return nil
+        return (name, carriesAuthorization)
     }
 
     private static let headerLength = header.utf8.count
+    private static let authorizationLength = "authorization".utf8.count
 
     /// Why `request` has no account to key it with, or nil when it is the app's to authenticate.
     @inline(never)
@@ -231,7 +237,8 @@ final class AccountDirectory: Sendable {
 
 extension URLRequest {
     /// The account of ``Accounts`` this request belongs to: it is keyed by it and goes out with
-    /// that account's credential. The transport takes it off the request before it is sent.
+    /// that account's credential. A transport authenticating with ``Accounts`` takes it off the
+    /// request before it is sent; without them it is a header like any other.
     ///
     /// ```swift
     /// var request = URLRequest(url: inboxURL)

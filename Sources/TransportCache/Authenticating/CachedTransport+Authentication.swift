@@ -218,9 +218,14 @@ extension CachedTransport {
     /// them, are cancelled, and their callers fail with ``AuthenticationError/Code/signedOut``, so
     /// that none of them stores an answer or hands one to anybody. Afterwards ``snapshot()`` shows
     /// nothing of it. Other partitions, and requests of no partition, are not touched. Signing out
-    /// a partition that holds nothing does nothing. Set the app's credential (``Credentials``)
-    /// to the next account's, or nil, as well, before or after: from the first of the two on, no
-    /// request goes out as the old account.
+    /// a partition the transport holds nothing of drops nothing; its name is remembered as signed
+    /// out, so that a later request of it fails with ``AuthenticationError/Code/signedOut`` until
+    /// the app sets a credential of it again. Set the app's credential (``Credentials``) to the
+    /// next account's, or nil, as well, before or after: from the first of the two on, no fetch
+    /// goes out as the old account, and a call keyed for it fails with
+    /// ``AuthenticationError/Code/signedOut``. A request the cache does not handle (a `POST`)
+    /// already waiting for its host's room in the queue with the old credential on it still goes
+    /// out.
     ///
     /// Runs on the caller's thread, without waiting for the actor.
     /// - Complexity: O(n) in the keys held, read a batch at a time under the lock a hit takes.

@@ -58,7 +58,7 @@ public final class Credentials<Authenticating: Authenticator>: Sendable {
     private let state: Locked<State>
     /// What a key holds for the current credential. Written with ``state``'s lock held, so that a
     /// credential read with it is always read with its own account. Lock order: ``state``, then
-    /// this one's.
+    /// this one's, or then the current account's (``AccountCredential``).
     let keyAccount = KeyAccount()
 
     /// Credentials that `authenticator` applies and refreshes, starting from `credential` (nil
@@ -167,8 +167,11 @@ extension Credentials: CredentialApplying {
         }
         if let current, current.identity.marker == account { return try await current.authenticate(request) }
         if signedOut { throw AuthenticationError(.signedOut) }
-        // Keyed with no account while none is signed in: it goes out with no credential.
-        if account == nil, current == nil { return Authenticated(request: request, stamp: nil) }
+        // Keyed with no account while none is signed in: it goes out with no credential, and a
+        // refusal of it fails with `noCredential`.
+        if account == nil, current == nil {
+            return Authenticated(request: request, stamp: CredentialStamp(account: NoCredential.shared, generation: 0))
+        }
         throw AuthenticationError(.identityChanged)
     }
 
@@ -181,7 +184,11 @@ extension Credentials: CredentialApplying {
         let marker = KeyHeaders.partitionPrefix + partition
         let ended = state.withLock { state -> AccountCredential<Authenticating>? in
             state.signedOut.insert(marker)
-            return state.current?.identity.marker == marker ? state.current : nil
+            guard state.current?.identity.marker == marker else { return nil }
+            // Until the app sets another credential, no call keys a request for it: nothing of
+            // the account is read, written or sent, in whichever order the credential goes.
+            keyAccount.set(.failure(AuthenticationError(.signedOut)))
+            return state.current
         }
         ended?.end(because: .signedOut)
     }

@@ -81,7 +81,7 @@ final class RequestPlanner: Sendable {
             var key = CacheKey(
                 method: method, url: url, fields: fields, account: account, keyHeaders: keyHeaders, headers: headers)
         else {
-            return send(request, url: url, because: .notHTTP, account: account)
+            return send(headers?.applied(to: request) ?? request, url: url, because: .notHTTP, account: account)
         }
         if method != "GET" && method != "HEAD" {
             switch query(request, method: method, url: url, key: key) {

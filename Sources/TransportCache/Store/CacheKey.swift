@@ -36,8 +36,7 @@ struct CacheKey: Hashable, Sendable {
     /// The partition the request belongs to (``Credentials/init(_:credential:limit:partition:)``),
     /// kept in ``identity`` behind its marker; nil without one.
     var partition: String? {
-        guard let account, account.hasPrefix(KeyHeaders.partitionPrefix) else { return nil }
-        return String(account.dropFirst(KeyHeaders.partitionPrefix.count))
+        account.flatMap(KeyHeaders.partition(ofMarker:))
     }
 
     /// The account the key was made for (see ``KeyHeaders/identity(fields:account:)``): the
@@ -143,6 +142,12 @@ struct KeyHeaders: Sendable {
     /// The account of a credential the app set, without partitions: this, then a number that
     /// credential and its refreshes share, and no other.
     static let credentialPrefix = "\u{0}credential "
+
+    /// The partition an account marker names; nil for the marker of a credential's own account.
+    static func partition(ofMarker marker: String) -> String? {
+        guard marker.hasPrefix(partitionPrefix) else { return nil }
+        return String(marker.dropFirst(partitionPrefix.count))
+    }
 
     /// The identity of a request whose header fields are `fields`, made for `account` (see
     /// ``RequestPreparation/keyed(_:)``): the values of the key headers, then the account's
