@@ -285,8 +285,12 @@ struct SharedPriorityTests {
     func fallenFetchYields() async throws {
         let origin = echoOrigin(gated: true)
         let transport = makeTransport(loader: origin) { $0.network.maximumFetchesPerHost = 3 }
-        let prefetches = try ["/p1", "/p2"].map { try transport.prefetch(URLRequest(url: url($0))) }
-        await origin.waitForCalls(2)
+        // One at a time, so that call 1, released below, is the first prefetch's.
+        var prefetches: [Prefetch] = []
+        for (index, path) in ["/p1", "/p2"].enumerated() {
+            prefetches.append(try transport.prefetch(URLRequest(url: url(path))))
+            await origin.waitForCalls(index + 1)
+        }
         let screen = Task { try await withFetchPriority(.normal) { try await transport.data(from: url("/shared")) } }
         await origin.waitForCalls(3)
         let waiting = try transport.prefetch(URLRequest(url: url("/p3")))
