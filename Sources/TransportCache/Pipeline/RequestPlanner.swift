@@ -55,6 +55,13 @@ final class RequestPlanner: Sendable {
         try plan(request, account: account, headers: nil, refreshing: false, prefetching: true)
     }
 
+    /// `request`, its keyed headers set, planned whole: a plan that is not a hit.
+    private func plan(_ request: URLRequest, account: AccountIdentity?, refreshing: Bool, prefetching: Bool) throws
+        -> Plan
+    {
+        try plan(request, account: account, headers: nil, refreshing: refreshing, prefetching: prefetching)
+    }
+
     /// The one classification both plans share; inlined into each, so that a hit's plan pays
     /// nothing for the prefetch's.
     ///
@@ -70,11 +77,10 @@ final class RequestPlanner: Sendable {
             throw URLError(.badURL).carrying(CacheOutcome(source: .passedThrough(.notHTTP)))
         }
         let method = request.httpMethod ?? "GET"
+        // Only a `GET` or `HEAD` can be a hit; any other is planned whole, keyed headers set.
         if let headers, method != "GET" && method != "HEAD" {
-            // Only a `GET` or `HEAD` can be a hit; any other is planned whole.
             return try plan(
-                headers.applied(to: request), account: account, headers: nil, refreshing: refreshing,
-                prefetching: prefetching)
+                headers.applied(to: request), account: account, refreshing: refreshing, prefetching: prefetching)
         }
         let fields = request.allHTTPHeaderFields
         guard
@@ -94,10 +100,8 @@ final class RequestPlanner: Sendable {
         let cachePolicy = request.cachePolicy
         let (acceptance, reloadReason) = reading(cachePolicy, directives, refreshing: refreshing)
         if let headers, directives.bypass != nil || reloadReason != nil {
-            // Not a hit: planned whole, for the request with its keyed headers.
             return try plan(
-                headers.applied(to: request), account: account, headers: nil, refreshing: refreshing,
-                prefetching: prefetching)
+                headers.applied(to: request), account: account, refreshing: refreshing, prefetching: prefetching)
         }
         if let bypass = directives.bypass {
             if bypass == .requestConditions, !refreshing, !prefetching,
@@ -116,6 +120,19 @@ final class RequestPlanner: Sendable {
                     isObserved: nil))
         }
 
+        return fromMemoryOrFetched(
+            request, url: url, key: key, fields: fields, headers: headers, acceptance: acceptance,
+            cachePolicy: cachePolicy, prefetching: prefetching)
+    }
+
+    /// The last step of ``plan(_:account:headers:refreshing:prefetching:)``, for a request that may
+    /// be answered from memory: the entry `acceptance` lets it take, or else why it cannot be
+    /// fetched, or its fetch (made for the request with its keyed headers set).
+    @inline(__always)
+    private func fromMemoryOrFetched(
+        _ request: URLRequest, url: URL, key: CacheKey, fields: [String: String]?, headers: KeyedHeaders?,
+        acceptance: FreshnessPolicy.Acceptance, cachePolicy: URLRequest.CachePolicy, prefetching: Bool
+    ) -> Plan {
         var missReason = Plan.FetchReason.noEntry
         var isObserved = false
         if let answer = memoryAnswer(
