@@ -40,6 +40,7 @@ enum IdentityConfiguration: String, CaseIterable, CustomTestStringConvertible, S
             if self == .adapter {
                 configuration.identity.requestAdapters = [
                     .keyed { $0.setValue("de", forHTTPHeaderField: "Accept-Language") },
+                    .header("X-Tenant") { _ in "acme" },
                     RequestAdapter { request in
                         var request = request
                         request.setValue("4.2", forHTTPHeaderField: "X-App-Version")
