@@ -131,6 +131,9 @@ final class AccountDirectory: Sendable {
     /// before it goes out. Spelled as swift-corelibs-foundation stores a header name (each word
     /// capitalised), so that one dictionary lookup finds it on every platform.
     static let header = "X-Transport-Account"
+    /// Its length, a literal, so that reading it initialises nothing on a hit (a mismatch with
+    /// ``header`` would read no account at all, which every test of ``Accounts`` would show).
+    private static let headerLength = 19
 
     private struct State: Sendable {
         var identities: [String: AccountIdentity] = [:]
@@ -157,42 +160,28 @@ final class AccountDirectory: Sendable {
 
     private let state = Locked(State())
 
-    /// The account `request` names, as its keys hold it.
+    /// The account `request` names, as its keys hold it: `fields` are its fields, read with the
+    /// account's name.
     /// - Throws: ``AuthenticationError``: ``AuthenticationError/Code/noAccount``,
     ///   ``AuthenticationError/Code/invalidAccount``, ``AuthenticationError/Code/signedOut`` or
     ///   ``AuthenticationError/Code/noCredential``. A request that carries its own `Authorization`
     ///   and names no account is keyed in none.
     @inline(__always)
-    func account(of request: URLRequest) throws -> AccountIdentity? {
-        let (name, carriesAuthorization) = Self.name(in: request.allHTTPHeaderFields)
-        if let name {
+    func account(of request: URLRequest, fields: RequestFields, keyHeaders: KeyHeaders) throws -> AccountIdentity? {
+        if let name = fields.accountName {
             // The app's own credential beside a named account: which of the two would it be?
-            if carriesAuthorization { throw AuthenticationError(.invalidAccount) }
+            if keyHeaders.carriesAuthorization(fields.keyValues) { throw AuthenticationError(.invalidAccount) }
             if let identity = state.withLock({ $0.identity(of: name) }) { return identity }
         }
         return try unknownAccount(of: request)
     }
 
-    /// The value of ``header`` in `fields`, spelled as Foundation stores it, and whether they
-    /// carry `Authorization`. Found by walking the few fields a request carries, comparing lengths
-    /// first: cheaper than hashing the name.
+    /// Whether the header field `field` is ``header``, spelled as Foundation stores it: its length
+    /// compared first, which tells it from almost every other field.
     @inline(__always)
-    private static func name(in fields: [String: String]?) -> (String?, carriesAuthorization: Bool) {
-        guard let fields else { return (nil, false) }
-        var name: String?
-        var carriesAuthorization = false
-        for (field, value) in fields {
-            switch field.utf8.count {
-            case headerLength where ASCII.equalBytes(field, header): name = value
-            case authorizationLength where ASCII.equalsIgnoringCase("authorization", field): carriesAuthorization = true
-            default: continue
-            }
-        }
-        return (name, carriesAuthorization)
+    static func isHeader(_ field: String) -> Bool {
+        field.utf8.count == headerLength && ASCII.equalBytes(field, header)
     }
-
-    private static let headerLength = header.utf8.count
-    private static let authorizationLength = "authorization".utf8.count
 
     /// Why `request` has no account to key it with, or nil when it is the app's to authenticate.
     @inline(never)

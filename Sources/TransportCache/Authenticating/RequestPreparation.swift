@@ -26,6 +26,8 @@ final class RequestPreparation: Sendable {
     /// The account of one current credential (``Credentials``), read by every call: held apart
     /// from ``accountSource`` so that a hit reads one reference and switches on nothing.
     private let keyAccount: KeyAccount?
+    /// The accounts requests name (``Accounts``), held apart for the same reason.
+    private let directory: AccountDirectory?
     private let keyHeaders: KeyHeaders
     /// Whether a request that goes out needs the second step.
     let decoratesOutgoing: Bool
@@ -57,6 +59,7 @@ final class RequestPreparation: Sendable {
         credentials = configuration.identity.credentials
         accountSource = configuration.identity.credentials?.accountSource
         if case .current(let keyAccount) = accountSource { self.keyAccount = keyAccount } else { keyAccount = nil }
+        if case .named(let directory) = accountSource { self.directory = directory } else { directory = nil }
         self.keyHeaders = keyHeaders
         decoratesOutgoing = !sendingAdapters.isEmpty || credentials != nil
     }
@@ -68,19 +71,36 @@ final class RequestPreparation: Sendable {
     /// that wait for that refresh.
     /// - Throws: an adapter's error; ``AuthenticationError/Code/partitionUnavailable``.
     func keyed(_ request: URLRequest) throws -> KeyedRequest {
-        try keyedLazily(request).materialized
+        var fields = fields(of: request)
+        return try keyedLazily(request, fields: &fields).materialized
     }
 
-    /// `request` as ``keyed(_:)`` makes it, but for the keyed headers, whose values are carried
-    /// beside it (``KeyedRequest/headers``) rather than set on it: a hit puts them in the key
-    /// only, and a request that is kept or sent is made with them (``KeyedRequest/materialized``).
+    /// The fields of `request` as ``keyedLazily(_:fields:)`` reads them.
     @inline(__always)
-    func keyedLazily(_ request: URLRequest) throws -> KeyedRequest {
+    func fields(of request: URLRequest) -> RequestFields {
+        RequestFields(request.allHTTPHeaderFields, keyHeaders: keyHeaders, readsAccount: readsAccount)
+    }
+
+    /// Whether each request names its account (``Accounts``), read with its fields.
+    var readsAccount: Bool { directory != nil }
+
+    /// `request`, whose fields are `fields` (``fields(of:)``), as ``keyed(_:)`` makes it, but for
+    /// the keyed headers, whose values are carried beside it (``KeyedRequest/headers``) rather than
+    /// set on it: a hit puts them in the key only, and a request that is kept or sent is made with
+    /// them (``KeyedRequest/materialized``). A keyed adapter that changes the request reads its
+    /// fields again into `fields`.
+    @inline(__always)
+    func keyedLazily(_ request: URLRequest, fields: inout RequestFields) throws -> KeyedRequest {
         if Self.isRefreshing { return KeyedRequest(request: request, account: nil) }
-        guard keyedAdapters.isEmpty, headerAdapters.isEmpty else { return try keyed(adapting: request) }
-        if let keyAccount { return KeyedRequest(request: request, account: try account(of: request, in: keyAccount)) }
-        guard let accountSource else { return KeyedRequest(request: request, account: nil) }
-        return KeyedRequest(request: request, account: try account(of: request, in: accountSource))
+        guard keyedAdapters.isEmpty, headerAdapters.isEmpty else {
+            return try keyed(adapting: request, fields: &fields)
+        }
+        if let keyAccount {
+            return KeyedRequest(request: request, account: try account(of: request, fields: fields, in: keyAccount))
+        }
+        guard let directory else { return KeyedRequest(request: request, account: nil) }
+        return KeyedRequest(
+            request: request, account: try directory.account(of: request, fields: fields, keyHeaders: keyHeaders))
     }
 
     /// `request` keyed for `account`, the one a call began with, whatever is current now: what an
@@ -104,11 +124,14 @@ final class RequestPreparation: Sendable {
     }
 
     @inline(never)
-    private func keyed(adapting request: URLRequest) throws -> KeyedRequest {
+    private func keyed(adapting request: URLRequest, fields: inout RequestFields) throws -> KeyedRequest {
         var request = request
-        for adapt in keyedAdapters { try adapt(&request) }
+        if !keyedAdapters.isEmpty {
+            for adapt in keyedAdapters { try adapt(&request) }
+            fields = self.fields(of: request)
+        }
         return KeyedRequest(
-            request: request, account: try accountSource.flatMap { try account(of: request, in: $0) },
+            request: request, account: try accountSource.flatMap { try account(of: request, fields: fields, in: $0) },
             headers: try headers(of: request))
     }
 
@@ -120,25 +143,29 @@ final class RequestPreparation: Sendable {
         return headers
     }
 
-    /// The account of `request`: the current credential's, or the one it names. A request with
-    /// its own `Authorization` keeps the current credential's account out of its key: the key
-    /// builder leaves it out (``KeyHeaders/identity(fields:account:)``), as it reads that header
-    /// anyway, rather than a second read of it on every hit; and it is keyed even when the
-    /// partition cannot be read.
+    /// The account of `request`, whose fields are `fields`: the current credential's, or the one
+    /// it names. A request with its own `Authorization` keeps the current credential's account out
+    /// of its key: the key builder leaves it out (``KeyHeaders/identity(values:account:headers:)``),
+    /// as it reads that header anyway, rather than a second read of it on every hit; and it is
+    /// keyed even when the partition cannot be read.
     @inline(__always)
-    private func account(of request: URLRequest, in source: AccountSource) throws -> AccountIdentity? {
+    private func account(of request: URLRequest, fields: RequestFields, in source: AccountSource) throws
+        -> AccountIdentity?
+    {
         switch source {
-        case .current(let keyAccount): return try account(of: request, in: keyAccount)
-        case .named(let directory): return try directory.account(of: request)
+        case .current(let keyAccount): return try account(of: request, fields: fields, in: keyAccount)
+        case .named(let directory): return try directory.account(of: request, fields: fields, keyHeaders: keyHeaders)
         }
     }
 
-    /// The current credential's account for `request`, as ``account(of:in:)`` reads it.
+    /// The current credential's account for `request`, as ``account(of:fields:in:)`` reads it.
     @inline(__always)
-    private func account(of request: URLRequest, in keyAccount: KeyAccount) throws -> AccountIdentity? {
+    private func account(of request: URLRequest, fields: RequestFields, in keyAccount: KeyAccount) throws
+        -> AccountIdentity?
+    {
         do {
             return try keyAccount.current()
-        } catch  where Self.carriesOwnCredential(request) {
+        } catch  where keyHeaders.carriesAuthorization(fields.keyValues) {
             return nil
         }
     }
@@ -184,7 +211,7 @@ struct KeyedRequest {
     var request: URLRequest
     var account: AccountIdentity?
     /// The values of the keyed headers, not yet set on ``request``
-    /// (``RequestPreparation/keyedLazily(_:)``); nil once set, or without keyed headers.
+    /// (``RequestPreparation/keyedLazily(_:fields:)``); nil once set, or without keyed headers.
     var headers: KeyedHeaders?
 
     init(request: URLRequest, account: AccountIdentity?, headers: KeyedHeaders? = nil) {
@@ -209,8 +236,8 @@ final class HeaderAdapter: Sendable {
     let value: RequestAdapter.Header
     /// The identity made last for a request with no key header of its own, with the value and
     /// account it was made for: a hit whose value and account are those reuses it instead of
-    /// building and normalising another (see ``KeyHeaders/identity(fields:account:headers:)``).
-    let lastIdentity = Locked<(value: String?, account: AccountIdentity?, identity: [String?])?>(nil)
+    /// building and normalising another (see ``KeyHeaders/identity(values:account:headers:)``).
+    let lastIdentity = Locked<(value: String?, account: AccountIdentity?, identity: KeyIdentity)?>(nil)
 
     init(name: String, value: @escaping RequestAdapter.Header, keyHeaders: KeyHeaders) {
         self.name = name

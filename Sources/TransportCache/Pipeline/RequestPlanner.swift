@@ -44,22 +44,50 @@ final class RequestPlanner: Sendable {
     func plan(
         _ request: URLRequest, account: AccountIdentity? = nil, headers: KeyedHeaders? = nil, refreshing: Bool = false
     ) throws -> Plan {
-        try plan(request, account: account, headers: headers, refreshing: refreshing, prefetching: false)
+        let all = request.allHTTPHeaderFields
+        // A request without fields (the most common hit) is planned with fields known empty, which
+        // leaves nothing of them to release.
+        guard let all, !all.isEmpty else {
+            return try plan(
+                request, fields: all, keyValues: [], directives: RequestDirectives(), account: account,
+                headers: headers, refreshing: refreshing, prefetching: false)
+        }
+        let fields = RequestFields(all, keyHeaders: keyHeaders)
+        return try plan(
+            request, fields: all, keyValues: fields.keyValues, directives: fields.directives, account: account,
+            headers: headers, refreshing: refreshing, prefetching: false)
     }
 
-    /// The plan for `request` (see ``plan(_:account:refreshing:)``) made for
+    /// The plan for `request`, whose fields `fields` were read already
+    /// (``RequestPreparation/fields(of:)``); see ``plan(_:account:headers:refreshing:)``.
+    @inline(__always)
+    func plan(_ request: URLRequest, fields: RequestFields, account: AccountIdentity?, headers: KeyedHeaders?) throws
+        -> Plan
+    {
+        try plan(
+            request, fields: fields.all, keyValues: fields.keyValues, directives: fields.directives, account: account,
+            headers: headers, refreshing: false, prefetching: false)
+    }
+
+    /// The plan for `request` (see ``plan(_:account:headers:refreshing:)``) made for
     /// ``CachedTransport/prefetch(_:priority:)``: it is not counted as a request, reads nothing (an
     /// entry it finds keeps its place and stays unread), and is answered from memory only by a
     /// fresh entry.
     func prefetchPlan(_ request: URLRequest, account: AccountIdentity?) throws -> Plan {
-        try plan(request, account: account, headers: nil, refreshing: false, prefetching: true)
+        let fields = RequestFields(request.allHTTPHeaderFields, keyHeaders: keyHeaders)
+        return try plan(
+            request, fields: fields.all, keyValues: fields.keyValues, directives: fields.directives, account: account,
+            headers: nil, refreshing: false, prefetching: true)
     }
 
     /// `request`, its keyed headers set, planned whole: a plan that is not a hit.
     private func plan(_ request: URLRequest, account: AccountIdentity?, refreshing: Bool, prefetching: Bool) throws
         -> Plan
     {
-        try plan(request, account: account, headers: nil, refreshing: refreshing, prefetching: prefetching)
+        let fields = RequestFields(request.allHTTPHeaderFields, keyHeaders: keyHeaders)
+        return try plan(
+            request, fields: fields.all, keyValues: fields.keyValues, directives: fields.directives, account: account,
+            headers: nil, refreshing: refreshing, prefetching: prefetching)
     }
 
     /// The one classification both plans share; inlined into each, so that a hit's plan pays
@@ -70,7 +98,8 @@ final class RequestPlanner: Sendable {
     /// (``KeyedHeaders/applied(to:)``): a hit never builds a request.
     @inline(__always)
     private func plan(
-        _ request: URLRequest, account: AccountIdentity?, headers: KeyedHeaders?, refreshing: Bool, prefetching: Bool
+        _ request: URLRequest, fields: [String: String]?, keyValues: [String?], directives: RequestDirectives,
+        account: AccountIdentity?, headers: KeyedHeaders?, refreshing: Bool, prefetching: Bool
     ) throws -> Plan {
         guard let url = request.url else {
             if !prefetching { store.record { $0.requests += 1 } }
@@ -82,10 +111,10 @@ final class RequestPlanner: Sendable {
             return try plan(
                 headers.applied(to: request), account: account, refreshing: refreshing, prefetching: prefetching)
         }
-        let fields = request.allHTTPHeaderFields
         guard
             var key = CacheKey(
-                method: method, url: url, fields: fields, account: account, keyHeaders: keyHeaders, headers: headers)
+                method: method, url: url, values: keyValues, account: account, keyHeaders: keyHeaders,
+                headers: headers)
         else {
             return send(headers?.applied(to: request) ?? request, url: url, because: .notHTTP, account: account)
         }
@@ -96,7 +125,6 @@ final class RequestPlanner: Sendable {
             case .none: return send(request, url: url, because: .unsafeMethod, account: account)
             }
         }
-        let directives = RequestDirectives(fields)
         let cachePolicy = request.cachePolicy
         let (acceptance, reloadReason) = reading(cachePolicy, directives, refreshing: refreshing)
         if let headers, directives.bypass != nil || reloadReason != nil {
@@ -125,7 +153,7 @@ final class RequestPlanner: Sendable {
             cachePolicy: cachePolicy, prefetching: prefetching)
     }
 
-    /// The last step of ``plan(_:account:headers:refreshing:prefetching:)``, for a request that may
+    /// The last step of ``plan(_:fields:keyValues:directives:account:headers:refreshing:prefetching:)``, for a request that may
     /// be answered from memory: the entry `acceptance` lets it take, or else why it cannot be
     /// fetched, or its fetch (made for the request with its keyed headers set).
     @inline(__always)

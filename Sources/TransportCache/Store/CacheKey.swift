@@ -23,13 +23,19 @@ struct CacheKey: Hashable, Sendable {
     private let digest: UInt64
 
     init(method: String, url: String, identity: [String?]) {
+        self.init(method: method, url: url, identity: KeyIdentity(identity))
+    }
+
+    /// A key whose identity was digested before: the identity an account or a keyed header
+    /// shares among its keys is digested once (``KeyIdentity``), not on every hit.
+    init(method: String, url: String, identity: KeyIdentity) {
         self.method = method
         self.url = url
-        self.identity = identity
+        self.identity = identity.values
         var digest = KeyDigest()
         digest.add(url)
         digest.add(method)
-        for value in identity { digest.add(value) }
+        if !identity.values.isEmpty { digest.add(word: identity.digest) }
         self.digest = digest.value
     }
 
@@ -39,7 +45,7 @@ struct CacheKey: Hashable, Sendable {
         account.flatMap(KeyHeaders.partition(ofMarker:))
     }
 
-    /// The account the key was made for (see ``KeyHeaders/identity(fields:account:)``): the
+    /// The account the key was made for (see ``KeyHeaders/identity(values:account:headers:)``): the
     /// marker of a partition or of a credential the app set; nil for a request keyed by its own
     /// headers only. A query's body follows it. Not read by a hit.
     var account: String? {
@@ -76,6 +82,11 @@ struct KeyDigest {
 
     private(set) var value = KeyDigest.seed
 
+    /// Adds a word digested before, such as ``KeyIdentity/digest``.
+    mutating func add(word: UInt64) {
+        value = Self.mix(value, word)
+    }
+
     mutating func add(_ string: String?) {
         guard let string else {
             value = Self.mix(value, 0x6E6F_6E65)
@@ -109,6 +120,29 @@ struct KeyDigest {
         let product = (state ^ word ^ 0xA076_1D64_78BD_642F).multipliedFullWidth(by: 0xE703_7ED1_A0B4_28DB)
         return product.high ^ product.low
     }
+}
+
+/// The identity values of a key (``CacheKey/identity``) with their digest, made once where many
+/// keys share them: an account's (``AccountIdentity/alone``), or a keyed header's value.
+struct KeyIdentity: Sendable {
+    let values: [String?]
+    let digest: UInt64
+
+    init(_ values: [String?]) {
+        self.values = values
+        var digest = KeyDigest()
+        for value in values { digest.add(value) }
+        self.digest = digest.value
+    }
+
+    /// The identity of a request with no key header, in no account: its digest is not read.
+    @inline(__always)
+    init(none: Void) {
+        values = []
+        digest = 0
+    }
+
+    static let none = KeyIdentity(none: ())
 }
 
 /// The request headers that join the key, lowercased and sorted so keys are stable.
@@ -149,38 +183,38 @@ struct KeyHeaders: Sendable {
         return String(marker.dropFirst(partitionPrefix.count))
     }
 
-    /// The identity of a request whose header fields are `fields`, made for `account` (see
-    /// ``RequestPreparation/keyed(_:)``): the values of the key headers, then the account's
-    /// marker. A request with no key header of its own holds the account alone, made once for
-    /// every key of it, so that a hit with credentials builds no array. A request that carries its
-    /// own `Authorization` is the app's to authenticate: keyed by that header, in no account.
+    /// The identity of a request whose key headers' values are `values` (``values(in:)``), made
+    /// for `account` (see ``RequestPreparation/keyed(_:)``): the values of the key headers, then
+    /// the account's marker. A request with no key header of its own holds the account alone,
+    /// made and digested once for every key of it, so that a hit with credentials builds no array.
+    /// A request that carries its own `Authorization` is the app's to authenticate: keyed by that
+    /// header, in no account.
     ///
     /// The values of keyed headers (`headers`, not set on the request yet) replace the request's
     /// own values of their names.
     @inline(__always)
-    func identity(fields: [String: String]?, account: AccountIdentity?, headers: KeyedHeaders? = nil) -> [String?] {
-        if let headers { return identity(fields: fields, account: account, setting: headers) }
-        guard let account else { return values(in: fields) }
-        return identity(fields: fields, appending: account)
+    func identity(values: [String?], account: AccountIdentity?, headers: KeyedHeaders? = nil) -> KeyIdentity {
+        if let headers { return identity(values: values, account: account, setting: headers) }
+        if values.isEmpty { return account?.alone ?? KeyIdentity(none: ()) }
+        return identity(values, appending: account)
     }
 
-    @inline(never)
-    private func identity(fields: [String: String]?, appending account: AccountIdentity) -> [String?] {
-        identity(values(in: fields), appending: account)
-    }
-
+    /// Whether a request whose key headers' values are `values` carries its own `Authorization`.
     @inline(__always)
-    private func identity(_ values: [String?], appending account: AccountIdentity) -> [String?] {
-        if values.isEmpty { return account.alone }
-        if let authorization, values[authorization] != nil { return values }
-        return values + [account.marker]
+    func carriesAuthorization(_ values: [String?]) -> Bool {
+        guard let authorization, !values.isEmpty else { return false }
+        return values[authorization] != nil
+    }
+
+    /// The identity of a request with key headers of its own (`values`, not empty).
+    @inline(never)
+    private func identity(_ values: [String?], appending account: AccountIdentity?) -> KeyIdentity {
+        guard let account, !carriesAuthorization(values) else { return KeyIdentity(values) }
+        return KeyIdentity(values + [account.marker])
     }
 
     @inline(never)
-    private func identity(fields: [String: String]?, account: AccountIdentity?, setting headers: KeyedHeaders)
-        -> [String?]
-    {
-        let values = values(in: fields)
+    private func identity(values: [String?], account: AccountIdentity?, setting headers: KeyedHeaders) -> KeyIdentity {
         guard values.isEmpty, headers.others.isEmpty else {
             return identity(values, account: account, setting: headers)
         }
@@ -198,7 +232,8 @@ struct KeyHeaders: Sendable {
         return identity
     }
 
-    private func identity(_ values: [String?], account: AccountIdentity?, setting headers: KeyedHeaders) -> [String?] {
+    private func identity(_ values: [String?], account: AccountIdentity?, setting headers: KeyedHeaders) -> KeyIdentity
+    {
         var values = values
         headers.forEachValue { adapter, value in
             if values.isEmpty {
@@ -208,8 +243,7 @@ struct KeyHeaders: Sendable {
             values[adapter.position] = value.map { Vary.normalized($0, lowercasedName: names[adapter.position]) }
         }
         if !values.isEmpty, !values.contains(where: { $0 != nil }) { values = [] }
-        guard let account else { return values }
-        return identity(values, appending: account)
+        return identity(values: values, account: account)
     }
 
     /// The values of the key headers in `fields`, aligned with ``names``; empty when none is set.
@@ -221,37 +255,55 @@ struct KeyHeaders: Sendable {
     func values(in fields: [String: String]?) -> [String?] {
         guard let fields, !fields.isEmpty else { return [] }
         var values: [String?] = []
-        for (field, value) in fields {
-            guard lengths & Self.lengthBit(field) != 0,
-                let position = names.firstIndex(where: { ASCII.equalsIgnoringCase($0, field) })
-            else { continue }
-            if values.isEmpty { values = Array(repeating: nil, count: names.count) }
-            let value = Vary.normalized(value, lowercasedName: names[position])
-            if let existing = values[position] {
-                values[position] = [existing, value].sorted().joined(separator: ", ")
-            } else {
-                values[position] = value
-            }
-        }
+        for (field, value) in fields { read(field, value, into: &values) }
         return values
+    }
+
+    /// Puts the value of `field` into `values` when `field` is a key header (see
+    /// ``values(in:)``); ``RequestFields`` reads every field once for all it needs.
+    @inline(__always)
+    func read(_ field: String, _ value: String, into values: inout [String?]) {
+        guard lengths & Self.lengthBit(field) != 0 else { return }
+        readNamed(field, value, into: &values)
+    }
+
+    @inline(never)
+    private func readNamed(_ field: String, _ value: String, into values: inout [String?]) {
+        guard let position = names.firstIndex(where: { ASCII.equalsIgnoringCase($0, field) }) else { return }
+        if values.isEmpty { values = Array(repeating: nil, count: names.count) }
+        let value = Vary.normalized(value, lowercasedName: names[position])
+        if let existing = values[position] {
+            values[position] = [existing, value].sorted().joined(separator: ", ")
+        } else {
+            values[position] = value
+        }
     }
 }
 
 extension CacheKey {
-    /// The key of `request`, sent with `method` to `url` with header fields `fields` for
-    /// `account`, or nil for another scheme or a URL that cannot be normalised. Every key of a
-    /// request is made here.
+    /// The key of a request sent with `method` to `url`, whose key headers' values are `values`
+    /// (``KeyHeaders/values(in:)``), for `account`, or nil for another scheme or a URL that cannot
+    /// be normalised. Every key of a request is made here.
     init?(
-        method: String, url: URL, fields: [String: String]?, account: AccountIdentity?, keyHeaders: KeyHeaders,
+        method: String, url: URL, values: [String?], account: AccountIdentity?, keyHeaders: KeyHeaders,
         headers: KeyedHeaders? = nil
     ) {
         guard let normalized = URLNormalization.normalized(url, httpOnly: true) else { return nil }
         self.init(
             method: method, url: normalized,
-            identity: keyHeaders.identity(fields: fields, account: account, headers: headers))
+            identity: keyHeaders.identity(values: values, account: account, headers: headers))
     }
 
-    /// The key of `request` for `account`; see ``init(method:url:fields:account:keyHeaders:)``.
+    /// The key of a request with header fields `fields`; see
+    /// ``init(method:url:values:account:keyHeaders:headers:)``.
+    init?(
+        method: String, url: URL, fields: [String: String]?, account: AccountIdentity?, keyHeaders: KeyHeaders
+    ) {
+        self.init(
+            method: method, url: url, values: keyHeaders.values(in: fields), account: account, keyHeaders: keyHeaders)
+    }
+
+    /// The key of `request` for `account`; see ``init(method:url:values:account:keyHeaders:headers:)``.
     init?(_ request: URLRequest, account: AccountIdentity? = nil, keyHeaders: KeyHeaders) {
         guard let url = request.url else { return nil }
         self.init(
@@ -264,19 +316,19 @@ extension CacheKey {
 /// that carries no key header of its own, made once.
 final class AccountIdentity: Sendable {
     let marker: String
-    let alone: [String?]
+    let alone: KeyIdentity
     /// Why a credential has no account (``KeyAccount``): then no request is keyed with it.
     let failure: AuthenticationError?
 
     init(_ marker: String) {
         self.marker = marker
-        alone = [marker]
+        alone = KeyIdentity([marker])
         failure = nil
     }
 
     init(failure: AuthenticationError) {
         marker = ""
-        alone = []
+        alone = .none
         self.failure = failure
     }
 }

@@ -227,17 +227,20 @@ public actor CachedTransport {
     public nonisolated(nonsending) func data(for request: URLRequest) async throws -> (Data, URLResponse) {
         // Without adapters or credentials the request is used as it is, not copied into a
         // ``KeyedRequest``: a retain and a release a hit need not pay.
-        guard let preparation else { return try await answer(request, account: nil, headers: nil) }
-        let keyed = try preparation.keyedLazily(request)
-        return try await answer(keyed.request, account: keyed.account, headers: keyed.headers)
+        guard let preparation else { return try await answer(try planner.plan(request), to: request, headers: nil) }
+        // Its fields are read once, for the account, the key and the directives together.
+        var fields = preparation.fields(of: request)
+        let keyed = try preparation.keyedLazily(request, fields: &fields)
+        let plan = try planner.plan(keyed.request, fields: fields, account: keyed.account, headers: keyed.headers)
+        return try await answer(plan, to: keyed.request, headers: keyed.headers)
     }
 
-    /// ``data(for:)`` of a request as every call keys it, its keyed headers' values beside it.
+    /// Carries out `plan`, made for `request` as every call keys it, its keyed headers' values
+    /// beside it.
     @inline(__always)
-    private nonisolated(nonsending) func answer(
-        _ request: URLRequest, account: AccountIdentity?, headers: KeyedHeaders?
-    ) async throws -> (Data, URLResponse) {
-        let plan = try planner.plan(request, account: account, headers: headers)
+    private nonisolated(nonsending) func answer(_ plan: consuming Plan, to request: URLRequest, headers: KeyedHeaders?)
+        async throws -> (Data, URLResponse)
+    {
         // A hit returns without entering another async function, whose frame would come from the
         // task allocator: the path that must cost least runs as plain calls.
         if case .memory(let answer) = plan {

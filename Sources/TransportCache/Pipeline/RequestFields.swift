@@ -1,0 +1,51 @@
+/// What a call reads from a request's header fields, in one pass over them: the values of its key
+/// headers, what it asks of the cache, and the account it names. Every call that keys a request
+/// reads its fields here once; a hit walks them no second time.
+struct RequestFields {
+    /// The fields themselves: the store selects a variant by them (`Vary`).
+    let all: [String: String]?
+    /// The values of the key headers, as ``KeyHeaders/values(in:)`` gives them.
+    let keyValues: [String?]
+    /// What the request's own headers ask of the cache.
+    let directives: RequestDirectives
+    /// The account the request names (``AccountDirectory/header``), when asked for.
+    let accountName: String?
+
+    /// The fields `all` of a request keyed with `keyHeaders`; `readsAccount` to find the account
+    /// it names, where each request names its own (``Accounts``).
+    @inline(__always)
+    init(_ all: [String: String]?, keyHeaders: KeyHeaders, readsAccount: Bool = false) {
+        guard let all, !all.isEmpty else {
+            self.init(empty: all)
+            return
+        }
+        self.init(reading: all, keyHeaders: keyHeaders, readsAccount: readsAccount)
+    }
+
+    /// The fields of a request that has none (`all` is nil or empty).
+    @inline(__always)
+    init(empty all: [String: String]?) {
+        self.init(all: all, keyValues: [], directives: RequestDirectives(), accountName: nil)
+    }
+
+    private init(all: [String: String]?, keyValues: [String?], directives: RequestDirectives, accountName: String?) {
+        self.all = all
+        self.keyValues = keyValues
+        self.directives = directives
+        self.accountName = accountName
+    }
+
+    @inline(never)
+    private init(reading all: [String: String], keyHeaders: KeyHeaders, readsAccount: Bool) {
+        var keyValues: [String?] = []
+        var directives = RequestDirectives()
+        var accountName: String?
+        for (field, value) in all {
+            keyHeaders.read(field, value, into: &keyValues)
+            directives.read(field, value)
+            if readsAccount, AccountDirectory.isHeader(field) { accountName = value }
+        }
+        directives.finish()
+        self.init(all: all, keyValues: keyValues, directives: directives, accountName: accountName)
+    }
+}
