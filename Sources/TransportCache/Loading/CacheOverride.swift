@@ -101,19 +101,3 @@ public struct CacheOverride: Sendable {
         return !hasPositiveMaxAge
     }
 }
-
-// The name the written age had before it was told apart from the transport's own maximum age.
-extension CacheOverride {
-    /// Renamed ``writtenMaxAge``.
-    @available(*, deprecated, renamed: "writtenMaxAge")
-    public var maximumAge: Duration {
-        get { writtenMaxAge }
-        set { writtenMaxAge = newValue }
-    }
-
-    /// Renamed ``init(writtenMaxAge:endpoints:)``.
-    @available(*, deprecated, renamed: "init(writtenMaxAge:endpoints:)")
-    public init(maximumAge: Duration, endpoints: [Endpoint] = []) {
-        self.init(writtenMaxAge: maximumAge, endpoints: endpoints)
-    }
-}
