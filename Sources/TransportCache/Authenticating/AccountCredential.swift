@@ -195,7 +195,7 @@ final class AccountCredential<Authenticating: Authenticator>: CredentialRecoveri
 /// which of its credentials that was, so that a refusal of it is recovered from in that account.
 struct CredentialStamp: Sendable {
     let account: any CredentialRecovering
-    /// The credential's place among the account's (see ``CredentialRecovering/recover(fromRefusalOf:at:clock:)``).
+    /// The credential's place among the account's (see ``CredentialRecovering/recover(fromRefusalOf:at:clock:again:)``).
     let generation: Int
 
     /// Returns once a credential later than this one is current in its account (true), or, for a
