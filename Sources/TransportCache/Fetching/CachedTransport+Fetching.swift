@@ -244,4 +244,7 @@ extension CachedTransport {
     nonisolated var pendingWork: (fetches: Int, joinable: Int, waiters: Int) {
         inFlight.withLock { ($0.fetches.count, $0.joinable.count, $0.waiterCount) }
     }
+
+    /// The keys with optimistic updates pending: none once every update has settled.
+    nonisolated var pendingUpdateKeys: Int { committer.optimistic.withLock { $0.pendingKeys.count } }
 }

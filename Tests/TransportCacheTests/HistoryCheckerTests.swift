@@ -1,0 +1,433 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Testing
+@testable import TransportCache
+import TransportCacheTesting
+
+/// Seeded random histories: many tasks make random calls on one transport at once (reads, values,
+/// prefetches, refreshes, invalidations of every kind, writes, optimistic updates that succeed and
+/// fail, sign-outs and sign-ins, token expiry, revalidations, a clock that moves) against an origin
+/// in memory that delays, fails, answers `304` and `401`, and rotates tokens. Every answer, and the
+/// transport at rest, is checked against the promises the transport makes:
+///
+/// - every call ends, with an answer or an error (a history that does not end in its time ends
+///   the process with its seed, its calls and every thread's stack);
+/// - no answer carries another account's data;
+/// - no answer is older than an invalidation that returned before its call began;
+/// - nothing of an account signed out is answered until it signs in again;
+/// - at rest, no fetch, waiter or pending optimistic update is left, and the memory held is
+///   within its budget.
+///
+/// `HISTORY_SECONDS` sets how long the histories run (8 seconds by default), `HISTORY_SEED` the
+/// first seed; a failing history prints the seed that repeats its choice of calls.
+@Suite("Random histories of every call", .serialized)
+struct HistoryCheckerTests {
+    @Test("seeded random histories from many tasks keep every promise, at every answer and at rest")
+    func randomHistories() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let seconds = environment["HISTORY_SECONDS"].flatMap(Double.init) ?? 8
+        var seed = environment["HISTORY_SEED"].flatMap { UInt64($0) } ?? 0x6869_7374_6F72_79
+        let first = seed
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(seconds)
+        var histories = 0
+        var calls = 0
+        repeat {
+            let history = History(seed: seed)
+            let violations = await history.run()
+            calls += history.callCount
+            histories += 1
+            if !violations.isEmpty {
+                Issue.record(
+                    """
+                    history with seed \(seed) (HISTORY_SEED=\(seed)) broke \(violations.count) promise(s):
+                    \(violations.prefix(10).joined(separator: "\n"))
+                    its calls:
+                    \(history.log.suffix(400).joined(separator: "\n"))
+                    """)
+                break
+            }
+            seed &+= 1
+        } while clock.now < deadline
+        print("random histories: \(histories) histories, \(calls) calls, seeds \(first)...\(seed)")
+        #expect(histories > 0)
+    }
+}
+
+/// The body every answer carries: whose it is, of which resource, and when it was made (a number
+/// the origin and the local writes draw from one counter).
+private struct Body: Codable, Sendable {
+    let account: String
+    let resource: Int
+    let made: Int
+}
+
+/// One history: its origin, transport, accounts and the calls its tasks make.
+private final class History: Sendable {
+    static let accounts = ["me", "you"]
+    static let resources = 6
+    static let tasks = 6
+    static let callsPerTask = 30
+    static let base = "https://api.example.com"
+
+    let seed: UInt64
+    let clock = TestClock()
+    let authenticator: TokenAuthenticator
+    let accounts: Accounts<TokenAuthenticator>
+    let origin: ScriptedOrigin
+    let transport: CachedTransport
+    /// What the checker knows, and what the origin holds.
+    let state = Locked(Shared())
+
+    struct Shared: Sendable {
+        /// The counter the origin's answers and the local writes number what they make with.
+        var made = 0
+        /// The logical time: each call's beginning and end is a tick.
+        var tick = 0
+        /// The tokens the origin accepts, and the newest token issued per account.
+        var accepted: Set<String> = []
+        var issued: [String: Int] = [:]
+        /// Per account and resource: the count `made` had when the latest invalidation that
+        /// covered it began, and the ticks when it began and returned.
+        var invalidations: [String: (made: Int, began: Int, returned: Int)] = [:]
+        /// The numbers of local writes, and the tick each write's call returned (absent while
+        /// it runs): a write racing an invalidation may land after it.
+        var localWrites: Set<Int> = []
+        var localReturned: [Int: Int] = [:]
+        /// Per account: the ticks each sign-out and sign-in began and returned (nil while it runs).
+        var signOuts: [String: [(began: Int, returned: Int?)]] = [:]
+        var signIns: [String: [(began: Int, returned: Int?)]] = [:]
+        var violations: [String] = []
+        var log: [String] = []
+        var calls = 0
+    }
+
+    init(seed: UInt64) {
+        self.seed = seed
+        let state = self.state
+        let failures = Locked(SeededGenerator(seed: seed ^ 0x6F72_6967_696E))
+        authenticator = TokenAuthenticator { token, _ in
+            // Rotation: only the newest token issued may be refreshed; the one it gives replaces it.
+            let account = TokenAuthenticator.account(of: token)
+            return try state.withLock { state in
+                let number = Int(token.dropFirst(account.count + 1)) ?? 0
+                guard state.issued[account] == number else { throw URLError(.userAuthenticationRequired) }
+                state.accepted.remove("Bearer \(token)")
+                state.issued[account] = number + 1
+                state.accepted.insert("Bearer \(account)-\(number + 1)")
+                return "\(account)-\(number + 1)"
+            }
+        }
+        accounts = Accounts(authenticator)
+        origin = ScriptedOrigin { request, _ in
+            let roll = failures.withLock { Int.random(in: 0..<100, using: &$0) }
+            let delay: Duration? = roll < 30 ? .microseconds(roll * 50) : nil
+            if roll >= 95 { return .failure(.networkConnectionLost, delay: delay) }
+            let path = request.url!.path
+            let auth = request.value(forHTTPHeaderField: "Authorization") ?? "-"
+            return state.withLock { state -> ScriptedOrigin.Reply in
+                guard state.accepted.contains(auth) else { return .init(status: 401, text: "refused", delay: delay) }
+                let account = TokenAuthenticator.account(of: String(auth.dropFirst("Bearer ".count)))
+                if request.httpMethod == "POST" { return .init(status: 200, text: "written", delay: delay) }
+                let resource = Int(path.split(separator: "/").last ?? "") ?? -1
+                state.made += 1
+                let body = try! JSONEncoder().encode(Body(account: account, resource: resource, made: state.made))
+                return .init(
+                    headers: ["Cache-Control": "no-cache", "ETag": "\"\(state.made)\""], body: body, delay: delay)
+            }
+        }
+        transport = makeTransport(loader: origin, clock: clock) { [accounts] configuration in
+            configuration.identity.authenticate(with: accounts)
+            configuration.storage.memoryCapacity = 64 * 1024
+        }
+        state.withLock { state in
+            for account in Self.accounts {
+                state.issued[account] = 1
+                state.accepted.insert("Bearer \(account)-1")
+            }
+        }
+        for account in Self.accounts { try! accounts.setCredential("\(account)-1", for: account) }
+    }
+
+    var log: [String] { state.withLock { $0.log } }
+    var callCount: Int { state.withLock { $0.calls } }
+
+    /// How long a history may take: a few hundred milliseconds is usual, under a sanitizer too.
+    static let limit: TimeInterval = 60
+
+    /// Runs the history: every task's calls, then the checks at rest. Returns what it broke.
+    ///
+    /// A history that does not end within ``limit`` ends the process, printing its seed, its
+    /// calls, what the transport still tracks and every thread's stack: its watchdog waits on a
+    /// thread of its own, since a hang may hold every thread of the concurrency pool.
+    func run() async -> [String] {
+        let ended = DispatchSemaphore(value: 0)
+        let watchdog = Thread { [self] in
+            guard ended.wait(timeout: .now() + Self.limit) == .timedOut else { return }
+            let work = transport.pendingWork
+            print(
+                """
+                history with seed \(seed) (HISTORY_SEED=\(seed)) did not end within \(Self.limit) seconds; \
+                the transport tracks \(work.fetches) fetches and \(work.waiters) waiters. Its last calls:
+                \(log.suffix(80).joined(separator: "\n"))
+                """)
+            // The runtime's backtracer prints every thread's stack as the process ends.
+            fatalError("history with seed \(seed) did not end within \(Self.limit) seconds")
+        }
+        watchdog.start()
+        await withTaskGroup(of: Void.self) { group in
+            for task in 0..<Self.tasks {
+                group.addTask { await self.calls(of: task) }
+            }
+        }
+        ended.signal()
+        await checkAtRest()
+        return state.withLock { $0.violations }
+    }
+
+    private func violation(_ text: String) {
+        state.withLock { $0.violations.append(text) }
+    }
+
+    private func tick(_ note: String) -> Int {
+        state.withLock { state in
+            state.tick += 1
+            state.log.append("\(state.tick) \(note)")
+            return state.tick
+        }
+    }
+
+    private func request(_ resource: Int, of account: String, method: String = "GET") -> URLRequest {
+        var request = TransportCacheTests.request("\(Self.base)/r/\(resource)", method: method)
+        request.account = account
+        return request
+    }
+
+    /// One task's calls, chosen by the history's seed and the task's number.
+    private func calls(of task: Int) async {
+        var generator = SeededGenerator(seed: seed &+ UInt64(task) &* 0x9E37_79B9)
+        for _ in 0..<Self.callsPerTask {
+            let account = Self.accounts.randomElement(using: &generator)!
+            let resource = Int.random(in: 0..<Self.resources, using: &generator)
+            let choice = Int.random(in: 0..<100, using: &generator)
+            state.withLock { $0.calls += 1 }
+            await call(choice, account: account, resource: resource, generator: &generator)
+        }
+    }
+
+    private func call(_ choice: Int, account: String, resource: Int, generator: inout SeededGenerator) async {
+        let request = request(resource, of: account)
+        switch choice {
+        case 0..<30:
+            let began = tick("data \(account) r\(resource)")
+            let answer = try? await transport.data(for: request, tags: ["t\(resource)"])
+            check(answer, account: account, resource: resource, began: began, call: "data")
+        case 30..<40:
+            let began = tick("value \(account) r\(resource)")
+            let body = try? await transport.value(Body.self, for: request)
+            check(body, account: account, resource: resource, began: began, call: "value")
+        case 40..<45:
+            let began = tick("cachedValue \(account) r\(resource)")
+            let body = try? transport.cachedValue(Body.self, for: request)?.value
+            check(body, account: account, resource: resource, began: began, call: "cachedValue")
+        case 45..<50:
+            _ = tick("prefetch \(account) r\(resource)")
+            if let prefetch = try? transport.prefetch(request, priority: .low) {
+                switch Int.random(in: 0..<3, using: &generator) {
+                case 0: prefetch.cancel()
+                case 1: prefetch.priority = .high
+                default: break
+                }
+            }
+        case 50..<55:
+            let began = tick("refresh \(account) r\(resource)")
+            let answer = try? await transport.refresh(request)
+            check(answer, account: account, resource: resource, began: began, call: "refresh")
+        case 55..<60:
+            invalidating("invalidate request \(account) r\(resource)", [(account, resource)]) {
+                transport.invalidate(request)
+            }
+        case 60..<63:
+            invalidating(
+                "invalidate endpoint r\(resource)", Self.accounts.map { ($0, resource) }
+            ) {
+                transport.invalidate(.pathPrefix("/r/\(resource)"))
+            }
+        case 63..<65:
+            // Every data call tags its key, but a value call does not: only exercised.
+            _ = tick("invalidate tag t\(resource)")
+            _ = transport.invalidate(tag: "t\(resource)")
+        case 65..<66:
+            invalidating(
+                "invalidateAll",
+                Self.accounts.flatMap { account in (0..<Self.resources).map { (account, $0) } }
+            ) {
+                transport.invalidateAll()
+            }
+        case 66..<72:
+            let made = localWrite()
+            _ = tick("store \(account) r\(resource) made \(made)")
+            let data = try! JSONEncoder().encode(Body(account: account, resource: resource, made: made))
+            try? transport.store(ProvisionalAnswer(for: request, data: data))
+            wrote(made)
+        case 72..<80:
+            let fails = Bool.random(using: &generator)
+            let made = localWrite()
+            _ = tick("optimisticUpdate \(account) r\(resource) made \(made) fails \(fails)")
+            let data = try! JSONEncoder().encode(Body(account: account, resource: resource, made: made))
+            let post = self.request(resource, of: account, method: "POST")
+            _ = try? await transport.optimisticUpdate(
+                [ProvisionalAnswer(for: request, data: data)],
+                write: {
+                    if fails { throw URLError(.badServerResponse) }
+                    return try await self.transport.data(for: post)
+                })
+            wrote(made)
+        case 80..<83:
+            let began = tick("sign out \(account)")
+            let index = state.withLock { state in
+                state.signOuts[account, default: []].append((began, nil))
+                return state.signOuts[account]!.count - 1
+            }
+            try? accounts.setCredential(nil, for: account)
+            transport.signOut(partition: account)
+            let returned = tick("signed out \(account)")
+            state.withLock { $0.signOuts[account]![index].returned = returned }
+        case 83..<86:
+            let began = tick("sign in \(account)")
+            let (token, index) = state.withLock { state -> (String, Int) in
+                state.signIns[account, default: []].append((began, nil))
+                let number = (state.issued[account] ?? 0) + 1
+                state.issued[account] = number
+                state.accepted.insert("Bearer \(account)-\(number)")
+                return ("\(account)-\(number)", state.signIns[account]!.count - 1)
+            }
+            try? accounts.setCredential(token, for: account)
+            let returned = tick("signed in \(account)")
+            state.withLock { $0.signIns[account]![index].returned = returned }
+        case 86..<90:
+            _ = tick("token of \(account) expires")
+            state.withLock { state in
+                if let number = state.issued[account] { state.accepted.remove("Bearer \(account)-\(number)") }
+            }
+        case 90..<93:
+            _ = tick("revalidateAll")
+            _ = await transport.revalidateAll()
+        default:
+            _ = tick("clock +\(choice - 90) s")
+            clock.advance(by: .seconds(choice - 90))
+        }
+    }
+
+    /// A number for a local write, from the counter the origin numbers its answers with.
+    private func localWrite() -> Int {
+        state.withLock { state in
+            state.made += 1
+            state.localWrites.insert(state.made)
+            return state.made
+        }
+    }
+
+    /// The call that made local write `made` returned.
+    private func wrote(_ made: Int) {
+        let returned = tick("returned: write made \(made)")
+        state.withLock { $0.localReturned[made] = returned }
+    }
+
+    /// Runs an invalidation of `covered` (account and resource pairs), noting what the counter
+    /// read before it began and when it returned.
+    private func invalidating(_ note: String, _ covered: [(String, Int)], _ invalidate: () -> Void) {
+        let made = state.withLock { $0.made }
+        let began = tick(note)
+        invalidate()
+        let returned = tick("returned: \(note)")
+        state.withLock { state in
+            for (account, resource) in covered {
+                let key = "\(account) r\(resource)"
+                if (state.invalidations[key]?.returned ?? 0) < returned {
+                    state.invalidations[key] = (made, began, returned)
+                }
+            }
+        }
+    }
+
+    /// Checks an answer of `data(for:)` or `refresh(_:)`: a `2xx` must carry a body (a refusal the
+    /// transport passes on, a `401` past its refreshes, is the origin's own answer).
+    private func check(_ answer: (Data, URLResponse)?, account: String, resource: Int, began: Int, call: String) {
+        guard let (data, response) = answer, let status = (response as? HTTPURLResponse)?.statusCode,
+            (200..<300).contains(status)
+        else { return }
+        guard let body = try? JSONDecoder().decode(Body.self, from: data) else {
+            violation("\(call) of \(account) r\(resource) (began at \(began)) answered bytes that are no body")
+            return
+        }
+        check(body, account: account, resource: resource, began: began, call: call)
+    }
+
+    private func check(_ body: Body?, account: String, resource: Int, began: Int, call: String) {
+        guard let body else { return }
+        let ended = tick(
+            "answered \(call) \(account) r\(resource): \(body.account) r\(body.resource) made \(body.made)")
+        state.withLock { state in
+            if body.account != account || body.resource != resource {
+                state.violations.append(
+                    "\(call) of \(account) r\(resource) (ticks \(began)-\(ended)) answered \(body.account) r\(body.resource)"
+                )
+            }
+            // A local write whose call had not returned when the invalidation began may land after it.
+            let landedBefore =
+                !state.localWrites.contains(body.made)
+                || (state.localReturned[body.made] ?? .max)
+                    < (state.invalidations["\(account) r\(resource)"]?.began ?? 0)
+            if let invalidation = state.invalidations["\(account) r\(resource)"], invalidation.returned < began,
+                body.made <= invalidation.made, landedBefore
+            {
+                state.violations.append(
+                    "\(call) of \(account) r\(resource) (ticks \(began)-\(ended)) answered what was made at "
+                        + "\(body.made), before an invalidation that returned at \(invalidation.returned) began "
+                        + "(made then: \(invalidation.made))")
+            }
+            // Signed out for certain: a sign-out returned before the call began, and no sign-in can
+            // have taken effect after it (each ended before it began, or began after the answer).
+            for out in state.signOuts[account] ?? [] {
+                guard let returned = out.returned, returned < began else { continue }
+                let signedInSince = (state.signIns[account] ?? []).contains { signIn in
+                    signIn.began < ended && (signIn.returned ?? .max) > out.began
+                }
+                if !signedInSince {
+                    state.violations.append(
+                        "\(call) of \(account) r\(resource) (ticks \(began)-\(ended)) was answered after its account "
+                            + "signed out (ticks \(out.began)-\(returned))")
+                }
+            }
+        }
+    }
+
+    /// Waits for the work the history started in the background (prefetches, background
+    /// revalidations), then checks that nothing is left.
+    private func checkAtRest() async {
+        var settled = false
+        for _ in 0..<2_000 {
+            let work = transport.pendingWork
+            if work.fetches == 0 && work.joinable == 0 && work.waiters == 0 {
+                settled = true
+                break
+            }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        if !settled {
+            let left = transport.pendingWork
+            violation(
+                "at rest, \(left.fetches) fetches, \(left.joinable) joinable keys and \(left.waiters) waiters were left after 10 seconds"
+            )
+        }
+        let pending = transport.pendingUpdateKeys
+        if pending > 0 { violation("at rest, optimistic updates of \(pending) keys were left pending") }
+        let statistics = transport.statistics
+        if statistics.bytesHeld > 64 * 1024 {
+            violation("at rest, \(statistics.bytesHeld) bytes were held, over the budget of \(64 * 1024)")
+        }
+    }
+}
