@@ -168,7 +168,7 @@ final class AccountCredential<Authenticating: Authenticator>: CredentialRecoveri
         let result: Result<Authenticating.Credential, any Error>
         do {
             result = .success(
-                try await RequestPreparation.$isRefreshing.withValue(true) {
+                try await RequestPreparation.refreshing {
                     try await authenticator.refresh(credential)
                 })
         } catch {

@@ -26,7 +26,7 @@ extension CachedTransport {
                 // Whether it goes past the chain was decided when the fetch started (a refresh's own
                 // fetch is never launched here): not by a flag this task may inherit from a refresh
                 // whose request happened to launch it.
-                outgoing = try await RequestPreparation.$isRefreshing.withValue(false) {
+                outgoing = try await RequestPreparation.outsideRefresh {
                     try await preparation.outgoing(launch.request, keyedFor: launch.key.account)
                 }
             } catch {

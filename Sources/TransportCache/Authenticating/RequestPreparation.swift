@@ -33,8 +33,27 @@ final class RequestPreparation: Sendable {
     let decoratesOutgoing: Bool
 
     /// Set while a credential is refreshed: the refresh's own requests go past the adapters and
-    /// the authenticator, so that the refresh never waits for itself.
-    @TaskLocal static var isRefreshing = false
+    /// the authenticator, so that the refresh never waits for itself. Read through
+    /// ``isInsideRefresh``; set through ``refreshing(_:)``.
+    @TaskLocal private static var isRefreshing = false
+
+    /// Whether the current task runs a credential's refresh (``refreshing(_:)``). The task-local
+    /// is read only while some refresh runs (``RefreshGate``): a request otherwise pays one load.
+    @inline(__always)
+    static var isInsideRefresh: Bool { RefreshGate.mayBeRunning && isRefreshing }
+
+    /// Runs `refresh`, a credential's refresh, so that the requests it makes go past the chain.
+    static func refreshing<Result>(_ refresh: () async throws -> Result) async rethrows -> Result {
+        RefreshGate.enter()
+        defer { RefreshGate.leave() }
+        return try await $isRefreshing.withValue(true) { try await refresh() }
+    }
+
+    /// Runs `body` outside any refresh, whatever the task inherited: for work a refresh's request
+    /// happened to launch on behalf of others.
+    static func outsideRefresh<Result>(_ body: () async throws -> Result) async rethrows -> Result {
+        try await $isRefreshing.withValue(false) { try await body() }
+    }
 
     /// The preparation `configuration` asks for; nil when it has neither adapters nor credentials,
     /// so that a request then pays one comparison for this.
@@ -91,7 +110,7 @@ final class RequestPreparation: Sendable {
     /// fields again into `fields`.
     @inline(__always)
     func keyedLazily(_ request: URLRequest, fields: inout RequestFields) throws -> KeyedRequest {
-        if Self.isRefreshing { return KeyedRequest(request: request, account: nil) }
+        if Self.isInsideRefresh { return KeyedRequest(request: request, account: nil) }
         guard keyedAdapters.isEmpty, headerAdapters.isEmpty else {
             return try keyed(adapting: request, fields: &fields)
         }
@@ -107,7 +126,7 @@ final class RequestPreparation: Sendable {
     /// optimistic update's confirmed answers are stored under. A request that names its account
     /// (``Accounts``) is keyed for the one it names.
     func keyed(_ request: URLRequest, for account: AccountIdentity?) throws -> KeyedRequest {
-        if Self.isRefreshing { return KeyedRequest(request: request, account: nil) }
+        if Self.isInsideRefresh { return KeyedRequest(request: request, account: nil) }
         if case .named = accountSource { return try keyed(request) }
         var request = request
         for adapt in keyedAdapters { try adapt(&request) }
@@ -178,7 +197,7 @@ final class RequestPreparation: Sendable {
     ///   header, or the current credential is another account's than the key's; why the account
     ///   cannot send (signed out, no credential); an adapter's or the refresh's error.
     nonisolated(nonsending) func outgoing(_ request: URLRequest, keyedFor account: String?) async throws -> Outgoing {
-        if Self.isRefreshing { return Outgoing(request: request, stamp: nil) }
+        if Self.isInsideRefresh { return Outgoing(request: request, stamp: nil) }
         var sent = request
         for adapt in sendingAdapters { sent = try await adapt(sent) }
         if !sendingAdapters.isEmpty,

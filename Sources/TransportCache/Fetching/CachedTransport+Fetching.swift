@@ -112,7 +112,7 @@ extension CachedTransport {
         let started = machine.start(
             key: plan.key, request: plan.request, reason: plan.reason, isReload: plan.isReload,
             requestTime: planner.policy.clock.date, starter: waiter,
-            bypassesPreparation: preparation != nil && RequestPreparation.isRefreshing)
+            bypassesPreparation: preparation != nil && RequestPreparation.isInsideRefresh)
         return .launch(launchable(started, in: &machine))
     }
 
