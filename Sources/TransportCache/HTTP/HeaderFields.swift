@@ -85,25 +85,36 @@ extension HTTPURLResponse {
 /// transport does not apply the override a second time to a response that already went through it.
 ///
 /// `@unchecked Sendable` is safe here: every property is set in the initializers and never changed,
-/// except ``outcome``, which ``settle(_:)`` sets at most once, under the transport's in-flight lock,
-/// on a response its loader made for that one fetch, before any caller is resumed with it. Its
-/// readers are ordered after that write or hold the same lock: the committer, which reads it under
-/// that lock to decide whether an entry needs a copy of the response; and the callers, through
-/// `cacheOutcome` and `response(for:)`, once they are resumed. A stored entry's response is never
-/// settled: it carries its outcome from the start, and a fetched response without one is copied
-/// before it is stored.
+/// except the outcome a response made without one is given once (``settle(_:)``), which is
+/// written and read under a lock of its own (``settling``). A fetch's first caller gets the
+/// fetched response itself with its outcome settled: a copy costs Foundation a canonicalisation
+/// of every field. A stored entry's response is never settled: it carries its outcome from the
+/// start, and is read with no lock.
 final class TransportHTTPURLResponse: HTTPURLResponse, @unchecked Sendable {
     private(set) var headerFields: HeaderFields
     /// Rewritten by the header override with a `max-age` above zero, so rewriting it again would
     /// change nothing.
     private(set) var isFresh: Bool
-    /// How the transport made this answer; nil on a response the header override made on its own.
-    private(set) var outcome: CacheOutcome?
+    /// The outcome it was made with; nil on a response the header override made on its own.
+    private let madeWith: CacheOutcome?
+    /// The outcome given later to a response made without one (``settle(_:)``): guarded by
+    /// ``settling``.
+    private var settled: CacheOutcome?
+    /// The lock under which outcomes are settled and read. One for every response: a response
+    /// is settled once, and read once or twice by the caller it answers.
+    private static let settling = Locked(())
+
+    /// How the transport made this answer; nil on a response the header override made on its own
+    /// and no caller was answered with yet.
+    var outcome: CacheOutcome? {
+        if let madeWith { return madeWith }
+        return Self.settling.withLock { _ in settled }
+    }
 
     init?(url: URL, statusCode: Int, headerFields: HeaderFields, isFresh: Bool, outcome: CacheOutcome?) {
         self.headerFields = headerFields
         self.isFresh = isFresh
-        self.outcome = outcome
+        madeWith = outcome
         super.init(
             url: url, statusCode: statusCode, httpVersion: HTTPResponseBuilder.httpVersion,
             headerFields: headerFields.fields)
@@ -113,15 +124,18 @@ final class TransportHTTPURLResponse: HTTPURLResponse, @unchecked Sendable {
     /// the outcome of the answer it becomes, so that the answer needs no copy of its own.
     /// - Returns: false, changing nothing, when it already carries one.
     func settle(_ outcome: CacheOutcome) -> Bool {
-        guard self.outcome == nil else { return false }
-        self.outcome = outcome
-        return true
+        guard madeWith == nil else { return false }
+        return Self.settling.withLock { _ in
+            guard settled == nil else { return false }
+            settled = outcome
+            return true
+        }
     }
 
     required init?(coder: NSCoder) {
         headerFields = HeaderFields([:])
         isFresh = false
-        outcome = nil
+        madeWith = nil
         super.init(coder: coder)
         headerFields = HeaderFields(HeaderFields.strings(allHeaderFields))
     }
