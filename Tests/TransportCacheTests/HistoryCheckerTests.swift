@@ -9,12 +9,16 @@ import TransportCacheTesting
 /// Seeded random histories: many tasks make random calls on one transport at once (reads, values,
 /// prefetches, refreshes, invalidations of every kind, writes, optimistic updates that succeed and
 /// fail, sign-outs and sign-ins, token expiry, revalidations, a clock that moves) against an origin
-/// in memory that delays, fails, answers `304` and `401`, and rotates tokens. Every answer, and the
-/// transport at rest, is checked against the promises the transport makes:
+/// in memory that delays, fails, answers `304` and `401`, and rotates tokens. Odd seeds sign two
+/// accounts in at once (`Accounts`, each request naming its own); even seeds keep one current
+/// credential whose partition is its account (`Credentials`), switched and signed out while the
+/// calls run. Every answer, and the transport at rest, is checked against the promises the
+/// transport makes:
 ///
 /// - every call ends, with an answer or an error (a history that does not end in its time ends
 ///   the process with its seed, its calls and every thread's stack);
-/// - no answer carries another account's data;
+/// - no answer carries another account's data (with one current credential: the data of an
+///   account that was current at some moment of the call, or of nobody while none was);
 /// - no answer is older than an invalidation that returned before its call began;
 /// - nothing of an account signed out is answered until it signs in again;
 /// - at rest, no fetch, waiter or pending optimistic update is left, and the memory held is
@@ -34,11 +38,16 @@ struct HistoryCheckerTests {
         let deadline = clock.now + .seconds(seconds)
         var histories = 0
         var calls = 0
+        var fetches = 0
+        var notModified = 0
         repeat {
             let history = History(seed: seed)
             let violations = await history.run()
             calls += history.callCount
             histories += 1
+            let statistics = history.transport.statistics
+            notModified += statistics.notModified
+            fetches += statistics.networkFetches
             if !violations.isEmpty {
                 Issue.record(
                     """
@@ -51,7 +60,9 @@ struct HistoryCheckerTests {
             }
             seed &+= 1
         } while clock.now < deadline
-        print("random histories: \(histories) histories, \(calls) calls, seeds \(first)...\(seed)")
+        print(
+            "random histories: \(histories) histories, \(calls) calls (\(fetches) fetches, \(notModified) answered 304), "
+                + "seeds \(first)...\(seed)")
         #expect(histories > 0)
     }
 }
@@ -75,7 +86,14 @@ private final class History: Sendable {
     let seed: UInt64
     let clock = TestClock()
     let authenticator: TokenAuthenticator
-    let accounts: Accounts<TokenAuthenticator>
+    /// Odd seeds: several accounts signed in at once, each request naming its own (`Accounts`).
+    /// Even seeds: one current credential whose partition is its account (`Credentials`), which
+    /// the histories switch and sign out.
+    let accounts: Accounts<TokenAuthenticator>?
+    let credentials: Credentials<TokenAuthenticator>?
+    /// Held around a switch of the current credential and around a local write made while one
+    /// credential is current, so that a write's body names the account it is keyed for.
+    let switching = Locked(())
     let origin: ScriptedOrigin
     let transport: CachedTransport
     /// What the checker knows, and what the origin holds.
@@ -86,6 +104,9 @@ private final class History: Sendable {
         var made = 0
         /// The logical time: each call's beginning and end is a tick.
         var tick = 0
+        /// The entity tag of the answer the origin gave last, per account and resource: a
+        /// request that presents it is answered `304`.
+        var entityTags: [String: String] = [:]
         /// The tokens the origin accepts, and the newest token issued per account.
         var accepted: Set<String> = []
         var issued: [String: Int] = [:]
@@ -99,6 +120,21 @@ private final class History: Sendable {
         /// Per account: the ticks each sign-out and sign-in began and returned (nil while it runs).
         var signOuts: [String: [(began: Int, returned: Int?)]] = [:]
         var signIns: [String: [(began: Int, returned: Int?)]] = [:]
+        /// With one current credential: each switch of it (nil for a sign-out), when it began and
+        /// returned; the first is the credential the history starts with.
+        var switches: [(began: Int, returned: Int, account: String?)] = [(0, 0, History.accounts[0])]
+
+        /// The accounts that may have been current at some moment from tick `began` to `ended`:
+        /// the one of the last switch that returned before `began`, and those of the switches
+        /// that began before `ended` and after it.
+        func accountsCurrent(from began: Int, to ended: Int) -> Set<String?> {
+            let stable = switches.last { $0.returned < began } ?? switches[0]
+            var current: Set<String?> = [stable.account]
+            for change in switches where change.began < ended && change.returned > stable.returned {
+                current.insert(change.account)
+            }
+            return current
+        }
         var violations: [String] = []
         var log: [String] = []
         var calls = 0
@@ -120,7 +156,15 @@ private final class History: Sendable {
                 return "\(account)-\(number + 1)"
             }
         }
-        accounts = Accounts(authenticator)
+        if seed % 2 == 1 {
+            accounts = Accounts(authenticator)
+            credentials = nil
+        } else {
+            accounts = nil
+            credentials = Credentials(
+                authenticator, credential: "\(Self.accounts[0])-1",
+                partition: { TokenAuthenticator.account(of: $0) })
+        }
         origin = ScriptedOrigin { request, _ in
             let roll = failures.withLock { Int.random(in: 0..<100, using: &$0) }
             let delay: Duration? = roll < 30 ? .microseconds(roll * 50) : nil
@@ -130,16 +174,27 @@ private final class History: Sendable {
             return state.withLock { state -> ScriptedOrigin.Reply in
                 guard state.accepted.contains(auth) else { return .init(status: 401, text: "refused", delay: delay) }
                 let account = TokenAuthenticator.account(of: String(auth.dropFirst("Bearer ".count)))
-                if request.httpMethod == "POST" { return .init(status: 200, text: "written", delay: delay) }
+                if request.httpMethod == "POST" {
+                    let resource = Int(path.split(separator: "/").last ?? "") ?? -1
+                    state.entityTags["\(account) r\(resource)"] = nil
+                    return .init(status: 200, text: "written", delay: delay)
+                }
                 let resource = Int(path.split(separator: "/").last ?? "") ?? -1
+                // The answer it gave this account last is still current unless a write changed it.
+                let served = "\(account) r\(resource)"
+                if let tag = state.entityTags[served], request.value(forHTTPHeaderField: "If-None-Match") == tag {
+                    return .init(status: 304, headers: ["ETag": tag], delay: delay)
+                }
                 state.made += 1
+                state.entityTags[served] = "\"\(state.made)\""
                 let body = try! JSONEncoder().encode(Body(account: account, resource: resource, made: state.made))
                 return .init(
                     headers: ["Cache-Control": "no-cache", "ETag": "\"\(state.made)\""], body: body, delay: delay)
             }
         }
-        transport = makeTransport(loader: origin, clock: clock) { [accounts] configuration in
-            configuration.identity.authenticate(with: accounts)
+        transport = makeTransport(loader: origin, clock: clock) { [accounts, credentials] configuration in
+            if let accounts { configuration.identity.authenticate(with: accounts) }
+            if let credentials { configuration.identity.authenticate(with: credentials) }
             configuration.storage.memoryCapacity = 64 * 1024
         }
         state.withLock { state in
@@ -148,7 +203,7 @@ private final class History: Sendable {
                 state.accepted.insert("Bearer \(account)-1")
             }
         }
-        for account in Self.accounts { try! accounts.setCredential("\(account)-1", for: account) }
+        for account in Self.accounts { try! accounts?.setCredential("\(account)-1", for: account) }
     }
 
     var log: [String] { state.withLock { $0.log } }
@@ -201,7 +256,7 @@ private final class History: Sendable {
 
     private func request(_ resource: Int, of account: String, method: String = "GET") -> URLRequest {
         var request = TransportCacheTests.request("\(Self.base)/r/\(resource)", method: method)
-        request.account = account
+        if accounts != nil { request.account = account }
         return request
     }
 
@@ -246,7 +301,7 @@ private final class History: Sendable {
             let answer = try? await transport.refresh(request)
             check(answer, account: account, resource: resource, began: began, call: "refresh")
         case 55..<60:
-            invalidating("invalidate request \(account) r\(resource)", [(account, resource)]) {
+            invalidating("invalidate request \(account) r\(resource)", [(account, resource)], ofCurrent: resource) {
                 transport.invalidate(request)
             }
         case 60..<63:
@@ -268,15 +323,23 @@ private final class History: Sendable {
             }
         case 66..<72:
             let made = localWrite()
-            _ = tick("store \(account) r\(resource) made \(made)")
-            let data = try! JSONEncoder().encode(Body(account: account, resource: resource, made: made))
-            try? transport.store(ProvisionalAnswer(for: request, data: data))
+            // With one current credential, the write is keyed for the account current now: held
+            // against a switch, it names that account.
+            switching.withLock { _ in
+                let owner = credentials == nil ? account : (state.withLock { $0.switches.last!.account } ?? "-")
+                _ = tick("store \(owner) r\(resource) made \(made)")
+                let data = try! JSONEncoder().encode(Body(account: owner, resource: resource, made: made))
+                try? transport.store(ProvisionalAnswer(for: request, data: data))
+            }
             wrote(made)
         case 72..<80:
             let fails = Bool.random(using: &generator)
             let made = localWrite()
             _ = tick("optimisticUpdate \(account) r\(resource) made \(made) fails \(fails)")
-            let data = try! JSONEncoder().encode(Body(account: account, resource: resource, made: made))
+            // With one current credential, the account it is keyed for is the one current when it
+            // begins, which a switch may change meanwhile: its body names none ("*").
+            let owner = credentials == nil ? account : "*"
+            let data = try! JSONEncoder().encode(Body(account: owner, resource: resource, made: made))
             let post = self.request(resource, of: account, method: "POST")
             _ = try? await transport.optimisticUpdate(
                 [ProvisionalAnswer(for: request, data: data)],
@@ -285,13 +348,15 @@ private final class History: Sendable {
                     return try await self.transport.data(for: post)
                 })
             wrote(made)
+        case 80..<86 where credentials != nil:
+            switchCredential(to: choice < 83 ? nil : account)
         case 80..<83:
             let began = tick("sign out \(account)")
             let index = state.withLock { state in
                 state.signOuts[account, default: []].append((began, nil))
                 return state.signOuts[account]!.count - 1
             }
-            try? accounts.setCredential(nil, for: account)
+            try? accounts?.setCredential(nil, for: account)
             transport.signOut(partition: account)
             let returned = tick("signed out \(account)")
             state.withLock { $0.signOuts[account]![index].returned = returned }
@@ -304,7 +369,7 @@ private final class History: Sendable {
                 state.accepted.insert("Bearer \(account)-\(number)")
                 return ("\(account)-\(number)", state.signIns[account]!.count - 1)
             }
-            try? accounts.setCredential(token, for: account)
+            try? accounts?.setCredential(token, for: account)
             let returned = tick("signed in \(account)")
             state.withLock { $0.signIns[account]![index].returned = returned }
         case 86..<90:
@@ -318,6 +383,26 @@ private final class History: Sendable {
         default:
             _ = tick("clock +\(choice - 90) s")
             clock.advance(by: .seconds(choice - 90))
+        }
+    }
+
+    /// Makes `account`'s new token the current credential, or signs the current account out (nil).
+    private func switchCredential(to account: String?) {
+        guard let credentials else { return }
+        switching.withLock { _ in
+            let began = tick(account.map { "switch to \($0)" } ?? "sign out the current account")
+            let (token, signedOut) = state.withLock { state -> (String?, String?) in
+                state.switches.append((began, .max, account))
+                guard let account else { return (nil, state.switches[state.switches.count - 2].account) }
+                let number = (state.issued[account] ?? 0) + 1
+                state.issued[account] = number
+                state.accepted.insert("Bearer \(account)-\(number)")
+                return ("\(account)-\(number)", nil)
+            }
+            credentials.credential = token
+            if let signedOut { transport.signOut(partition: signedOut) }
+            let returned = tick("switched")
+            state.withLock { $0.switches[$0.switches.count - 1].returned = returned }
         }
     }
 
@@ -338,12 +423,21 @@ private final class History: Sendable {
 
     /// Runs an invalidation of `covered` (account and resource pairs), noting what the counter
     /// read before it began and when it returned.
-    private func invalidating(_ note: String, _ covered: [(String, Int)], _ invalidate: () -> Void) {
+    /// With one current credential and `ofCurrent`, a request's invalidation covers the account
+    /// current while it ran, when only one was.
+    private func invalidating(
+        _ note: String, _ covered: [(String, Int)], ofCurrent resource: Int? = nil, _ invalidate: () -> Void
+    ) {
         let made = state.withLock { $0.made }
         let began = tick(note)
         invalidate()
         let returned = tick("returned: \(note)")
         state.withLock { state in
+            var covered = covered
+            if credentials != nil, let resource {
+                let current = state.accountsCurrent(from: began, to: returned)
+                covered = current.count == 1 ? current.compactMap { $0 }.map { ($0, resource) } : []
+            }
             for (account, resource) in covered {
                 let key = "\(account) r\(resource)"
                 if (state.invalidations[key]?.returned ?? 0) < returned {
@@ -371,21 +465,28 @@ private final class History: Sendable {
         let ended = tick(
             "answered \(call) \(account) r\(resource): \(body.account) r\(body.resource) made \(body.made)")
         state.withLock { state in
-            if body.account != account || body.resource != resource {
+            // Whose data it may be: the account it names, or with one current credential, any
+            // account current while the call ran (none after a sign-out). "*" names none.
+            let owners: Set<String?> =
+                credentials == nil ? [account] : state.accountsCurrent(from: began, to: ended)
+            // "-" is a write made while nobody was signed in: keyed in no account, as requests
+            // are then.
+            let owner = body.account == "-" ? nil : body.account
+            if body.resource != resource || (body.account != "*" && !owners.contains(owner)) {
                 state.violations.append(
-                    "\(call) of \(account) r\(resource) (ticks \(began)-\(ended)) answered \(body.account) r\(body.resource)"
-                )
+                    "\(call) of r\(resource) for \(owners.map { $0 ?? "nobody" }.sorted()) (ticks \(began)-\(ended)) "
+                        + "answered \(body.account) r\(body.resource)")
             }
+            let key = "\(body.account) r\(resource)"
             // A local write whose call had not returned when the invalidation began may land after it.
             let landedBefore =
                 !state.localWrites.contains(body.made)
-                || (state.localReturned[body.made] ?? .max)
-                    < (state.invalidations["\(account) r\(resource)"]?.began ?? 0)
-            if let invalidation = state.invalidations["\(account) r\(resource)"], invalidation.returned < began,
+                || (state.localReturned[body.made] ?? .max) < (state.invalidations[key]?.began ?? 0)
+            if let invalidation = state.invalidations[key], invalidation.returned < began,
                 body.made <= invalidation.made, landedBefore
             {
                 state.violations.append(
-                    "\(call) of \(account) r\(resource) (ticks \(began)-\(ended)) answered what was made at "
+                    "\(call) of \(body.account) r\(resource) (ticks \(began)-\(ended)) answered what was made at "
                         + "\(body.made), before an invalidation that returned at \(invalidation.returned) began "
                         + "(made then: \(invalidation.made))")
             }
