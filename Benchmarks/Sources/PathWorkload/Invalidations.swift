@@ -4,6 +4,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import CallgrindControl
+import LoopbackOrigin
 import TransportCache
 
 // The Scale suite's invalidations once, for profilers: `PathWorkload invalidations 100000` fills
@@ -176,4 +177,56 @@ func timeUntilFreed(count: Int) async throws {
         "invalidateAll with \(count) entries returned after \((returned - start) / 1_000) µs; "
             + "the last entry was freed \((monotonicNow() - start) / 1_000_000) ms after the call began"
     )
+}
+
+/// How long a miss waits while a large invalidation runs: `PathWorkload misses-during-invalidation
+/// 100000` fills a transport as the Scale suite does, then, from a detached task, sends misses to
+/// the loopback origin one after another (a new URL each) while a thread of its own invalidates
+/// the host that holds 99 % of the entries. It prints the invalidation's time, the misses' p50 and
+/// p99 alone (before it), and the worst miss that overlapped it: a miss completes and is joined
+/// under the lock a bulk removal holds.
+func missesDuringInvalidation(count: Int, origin: LoopbackOrigin) async throws {
+    let transport = try await filledTransport(count: count)
+    var alone: [Int] = []
+    for index in 0..<200 {
+        let start = monotonicNow()
+        keep(try await transport.data(for: URLRequest(url: origin.url("/miss?run=alone-\(index)"))))
+        alone.append(monotonicNow() - start)
+    }
+    alone.sort()
+    let span = Shared<(Int, Int)>()
+    span.value = (0, 0)
+    let done = Shared<Bool>()
+    done.value = false
+    let go = DispatchSemaphore(value: 0)
+    let finished = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+        go.wait()
+        let start = monotonicNow()
+        transport.invalidate(.host("api.example.com"))
+        span.value = (start, monotonicNow())
+        done.value = true
+        finished.signal()
+    }
+    let during = await Task.detached {
+        var misses: [(start: Int, latency: Int)] = []
+        var index = 0
+        go.signal()
+        while !done.value {
+            let start = monotonicNow()
+            keep(try? await transport.data(for: URLRequest(url: origin.url("/miss?run=during-\(index)"))))
+            misses.append((start, monotonicNow() - start))
+            index += 1
+        }
+        return misses
+    }.value
+    finished.wait()
+    let (start, end) = span.value
+    let overlapping = during.filter { $0.start < end && $0.start + $0.latency > start }.map(\.latency)
+    print(
+        """
+        invalidate(.host) of \(count / 100 * 99) entries: \((end - start) / 1_000) µs
+        misses alone: p50 \(alone[alone.count / 2] / 1_000) µs, p99 \(alone[alone.count * 99 / 100] / 1_000) µs
+        misses during it: \(overlapping.count), worst \((overlapping.max() ?? 0) / 1_000) µs
+        """)
 }
