@@ -168,12 +168,13 @@ final class AccountDirectory: Sendable {
     ///   and names no account is keyed in none.
     @inline(__always)
     func account(of request: URLRequest, fields: RequestFields, keyHeaders: KeyHeaders) throws -> AccountIdentity? {
+        let carriesAuthorization = keyHeaders.carriesAuthorization(fields.keyValues)
         if let name = fields.accountName {
             // The app's own credential beside a named account: which of the two would it be?
-            if keyHeaders.carriesAuthorization(fields.keyValues) { throw AuthenticationError(.invalidAccount) }
+            if carriesAuthorization { throw AuthenticationError(.invalidAccount) }
             if let identity = state.withLock({ $0.identity(of: name) }) { return identity }
         }
-        return try unknownAccount(of: request)
+        return try unknownAccount(of: request, carriesAuthorization: carriesAuthorization)
     }
 
     /// Whether the header field `field` is ``header``, spelled as Foundation stores it: its length
@@ -183,11 +184,12 @@ final class AccountDirectory: Sendable {
         field.utf8.count == headerLength && ASCII.equalBytes(field, header)
     }
 
-    /// Why `request` has no account to key it with, or nil when it is the app's to authenticate.
+    /// Why `request` has no account to key it with, or nil when it is the app's to authenticate
+    /// (it names none and `carriesAuthorization`).
     @inline(never)
-    private func unknownAccount(of request: URLRequest) throws -> AccountIdentity? {
+    private func unknownAccount(of request: URLRequest, carriesAuthorization: Bool) throws -> AccountIdentity? {
         guard let name = request.value(forHTTPHeaderField: Self.header) else {
-            if RequestPreparation.carriesOwnCredential(request) { return nil }
+            if carriesAuthorization { return nil }
             throw AuthenticationError(.noAccount)
         }
         if let identity = state.withLock({ $0.identity(of: name) }) { return identity }

@@ -200,27 +200,23 @@ final class RequestPreparation: Sendable {
         if Self.isInsideRefresh { return Outgoing(request: request, stamp: nil) }
         var sent = request
         for adapt in sendingAdapters { sent = try await adapt(sent) }
-        if !sendingAdapters.isEmpty,
-            keyHeaders.values(in: sent.allHTTPHeaderFields) != keyHeaders.values(in: request.allHTTPHeaderFields)
-        {
+        let keyValues = keyHeaders.values(in: request.allHTTPHeaderFields)
+        if !sendingAdapters.isEmpty, keyHeaders.values(in: sent.allHTTPHeaderFields) != keyValues {
             throw AuthenticationError(.identityChanged)
         }
         guard let credentials else { return Outgoing(request: sent, stamp: nil) }
+        // The app put a credential on it itself: it goes out as it is.
+        let carriesOwnCredential = keyHeaders.carriesAuthorization(keyValues)
         if case .named = accountSource {
             // The account's name is the transport's to read, not the origin's.
             if sent.value(forHTTPHeaderField: AccountDirectory.header) != nil {
-                if Self.carriesOwnCredential(request) { throw AuthenticationError(.invalidAccount) }
+                if carriesOwnCredential { throw AuthenticationError(.invalidAccount) }
                 sent.setValue(nil, forHTTPHeaderField: AccountDirectory.header)
             }
         }
-        if Self.carriesOwnCredential(request) { return Outgoing(request: sent, stamp: nil) }
+        if carriesOwnCredential { return Outgoing(request: sent, stamp: nil) }
         let authenticated = try await credentials.authenticate(sent, keyedFor: account)
         return Outgoing(request: authenticated.request, stamp: authenticated.stamp)
-    }
-
-    /// Whether the app put a credential on `request` itself: it then goes out as it is.
-    static func carriesOwnCredential(_ request: URLRequest) -> Bool {
-        request.value(forHTTPHeaderField: "Authorization") != nil
     }
 }
 

@@ -52,10 +52,9 @@ final class RequestPlanner: Sendable {
                 request, fields: all, keyValues: [], directives: RequestDirectives(), account: account,
                 headers: headers, refreshing: refreshing, prefetching: false)
         }
-        let fields = RequestFields(all, keyHeaders: keyHeaders)
         return try plan(
-            request, fields: all, keyValues: fields.keyValues, directives: fields.directives, account: account,
-            headers: headers, refreshing: refreshing, prefetching: false)
+            request, fields: RequestFields(all, keyHeaders: keyHeaders), account: account, headers: headers,
+            refreshing: refreshing, prefetching: false)
     }
 
     /// The plan for `request`, whose fields `fields` were read already
@@ -64,9 +63,7 @@ final class RequestPlanner: Sendable {
     func plan(_ request: URLRequest, fields: RequestFields, account: AccountIdentity?, headers: KeyedHeaders?) throws
         -> Plan
     {
-        try plan(
-            request, fields: fields.all, keyValues: fields.keyValues, directives: fields.directives, account: account,
-            headers: headers, refreshing: false, prefetching: false)
+        try plan(request, fields: fields, account: account, headers: headers, refreshing: false, prefetching: false)
     }
 
     /// The plan for `request` (see ``plan(_:account:headers:refreshing:)``) made for
@@ -74,20 +71,27 @@ final class RequestPlanner: Sendable {
     /// entry it finds keeps its place and stays unread), and is answered from memory only by a
     /// fresh entry.
     func prefetchPlan(_ request: URLRequest, account: AccountIdentity?) throws -> Plan {
-        let fields = RequestFields(request.allHTTPHeaderFields, keyHeaders: keyHeaders)
-        return try plan(
-            request, fields: fields.all, keyValues: fields.keyValues, directives: fields.directives, account: account,
-            headers: nil, refreshing: false, prefetching: true)
+        try plan(request, account: account, refreshing: false, prefetching: true)
     }
 
     /// `request`, its keyed headers set, planned whole: a plan that is not a hit.
     private func plan(_ request: URLRequest, account: AccountIdentity?, refreshing: Bool, prefetching: Bool) throws
         -> Plan
     {
-        let fields = RequestFields(request.allHTTPHeaderFields, keyHeaders: keyHeaders)
-        return try plan(
-            request, fields: fields.all, keyValues: fields.keyValues, directives: fields.directives, account: account,
+        try plan(
+            request, fields: RequestFields(request.allHTTPHeaderFields, keyHeaders: keyHeaders), account: account,
             headers: nil, refreshing: refreshing, prefetching: prefetching)
+    }
+
+    /// The classification of a request whose fields were read (``RequestFields``).
+    @inline(__always)
+    private func plan(
+        _ request: URLRequest, fields: RequestFields, account: AccountIdentity?, headers: KeyedHeaders?,
+        refreshing: Bool, prefetching: Bool
+    ) throws -> Plan {
+        try plan(
+            request, fields: fields.all, keyValues: fields.keyValues, directives: fields.directives, account: account,
+            headers: headers, refreshing: refreshing, prefetching: prefetching)
     }
 
     /// The one classification both plans share; inlined into each, so that a hit's plan pays
