@@ -87,25 +87,15 @@ private func timed(
 private func hitsDuring(
     _ transport: CachedTransport, hot: URLRequest, _ work: @escaping @Sendable () -> Void
 ) async throws -> (worst: Duration, p999: Duration, overOneMillisecond: Int, hits: Int) {
-    let done = Shared<Bool>()
-    done.value = false
-    // The thread starts first and waits for the hitter: the hitter never suspends (every hit is
-    // answered at once), so it may hold the only thread the cooperative pool has left.
-    let go = DispatchSemaphore(value: 0)
-    let finished = DispatchSemaphore(value: 0)
-    Thread.detachNewThread {
-        go.wait()
-        work()
-        done.value = true
-        finished.signal()
-    }
+    // The hitter never suspends (every hit is answered at once): the work's thread waits for it.
+    let worker = OwnThread(work)
     let hitter = Task.detached {
         // Latencies by microsecond, the last bucket for anything longer.
         var histogram = [Int](repeating: 0, count: 100_001)
         var worst = Duration.zero
         let clock = ContinuousClock()
-        go.signal()
-        while !done.value {
+        worker.start()
+        while !worker.isDone {
             let start = clock.now
             blackHole(try? await transport.data(for: hot))
             let latency = clock.now - start
@@ -125,7 +115,7 @@ private func hitsDuring(
         return (worst, Duration.microseconds(p999), histogram[1_000...].reduce(0, +), total)
     }
     let result = await hitter.value
-    finished.wait()
+    worker.wait()
     return result
 }
 

@@ -280,3 +280,34 @@ public struct BearerAuthenticator: Authenticator {
         request.value(forHTTPHeaderField: "Authorization") == "Bearer \(token)"
     }
 }
+
+/// Work that runs once on a thread of its own, outside the concurrency pool, beside a task that
+/// measures what it does to other calls (synchronous calls, as an app makes them): the task starts
+/// it, reads whether it is done between its calls, and waits for its end. The thread starts
+/// first and waits for the task: a task that never suspends may hold the only thread the
+/// cooperative pool has left.
+public final class OwnThread: Sendable {
+    private let go = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    private let done = Shared<Bool>()
+
+    /// Starts the thread, which waits for ``start()`` to run `body`.
+    public init(_ body: @escaping @Sendable () -> Void) {
+        done.value = false
+        Thread.detachNewThread { [go, finished, done] in
+            go.wait()
+            body()
+            done.value = true
+            finished.signal()
+        }
+    }
+
+    /// Lets the work begin.
+    public func start() { go.signal() }
+
+    /// Whether the work has ended.
+    public var isDone: Bool { done.value }
+
+    /// Returns once the work has ended.
+    public func wait() { finished.wait() }
+}

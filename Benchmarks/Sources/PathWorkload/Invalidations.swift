@@ -73,12 +73,7 @@ func invalidationsWhileHitting(count: Int) async throws {
     let chosen = steps
     let spans = Shared<[(String, Int, Int)]>()
     spans.value = []
-    let done = Shared<Bool>()
-    done.value = false
-    let go = DispatchSemaphore(value: 0)
-    let finished = DispatchSemaphore(value: 0)
-    Thread.detachNewThread {
-        go.wait()
+    let stepper = OwnThread {
         var recorded: [(String, Int, Int)] = []
         for (name, step) in chosen {
             let start = monotonicNow()
@@ -86,14 +81,12 @@ func invalidationsWhileHitting(count: Int) async throws {
             recorded.append((name, start, monotonicNow()))
         }
         spans.value = recorded
-        done.value = true
-        finished.signal()
     }
     let hot = scaleRequest(3)
     let slow = await Task.detached {
         var slow: [(start: Int, latency: Int)] = []
-        go.signal()
-        while !done.value {
+        stepper.start()
+        while !stepper.isDone {
             let start = monotonicNow()
             keep(try? await transport.data(for: hot))
             let latency = monotonicNow() - start
@@ -101,7 +94,7 @@ func invalidationsWhileHitting(count: Int) async throws {
         }
         return slow
     }.value
-    finished.wait()
+    stepper.wait()
     for (name, start, end) in spans.value {
         let worst = slow.filter { $0.start >= start && $0.start < end }.map(\.latency).max() ?? 0
         print(
@@ -196,23 +189,16 @@ func missesDuringInvalidation(count: Int, origin: LoopbackOrigin) async throws {
     alone.sort()
     let span = Shared<(Int, Int)>()
     span.value = (0, 0)
-    let done = Shared<Bool>()
-    done.value = false
-    let go = DispatchSemaphore(value: 0)
-    let finished = DispatchSemaphore(value: 0)
-    Thread.detachNewThread {
-        go.wait()
+    let invalidation = OwnThread {
         let start = monotonicNow()
         transport.invalidate(.host("api.example.com"))
         span.value = (start, monotonicNow())
-        done.value = true
-        finished.signal()
     }
     let during = await Task.detached {
         var misses: [(start: Int, latency: Int)] = []
         var index = 0
-        go.signal()
-        while !done.value {
+        invalidation.start()
+        while !invalidation.isDone {
             let start = monotonicNow()
             keep(try? await transport.data(for: URLRequest(url: origin.url("/miss?run=during-\(index)"))))
             misses.append((start, monotonicNow() - start))
@@ -220,7 +206,7 @@ func missesDuringInvalidation(count: Int, origin: LoopbackOrigin) async throws {
         }
         return misses
     }.value
-    finished.wait()
+    invalidation.wait()
     let (start, end) = span.value
     let overlapping = during.filter { $0.start < end && $0.start + $0.latency > start }.map(\.latency)
     print(
