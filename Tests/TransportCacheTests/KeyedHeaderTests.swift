@@ -62,6 +62,25 @@ struct KeyedHeaderTests {
         #expect(try await transport.data(for: none).0.text == "/none lang=- tenant=- call=2")
     }
 
+    @Test(
+        "the same value keys each account apart: one account's entry never answers another's",
+        arguments: [IdentityConfiguration.authenticator, .partitions, .accounts])
+    func sameValueEachAccount(identity: IdentityConfiguration) async throws {
+        let origin = authenticatingOrigin(accepting: Locked(["Bearer me-1", "Bearer you-1"]))
+        let (transport, credentials) = identity.transport(origin) { configuration in
+            configuration.identity.requestAdapters = [.header("X-Tenant") { _ in "acme" }]
+        }
+        let mine = identity.request("\(base)/feed")
+        var yours = mine
+        if identity == .accounts { yours.account = "you" }
+        #expect(try await transport.data(for: mine).0.text == "/feed auth=Bearer me-1 call=1")
+        credentials?.credential = "you-1"
+        #expect(try await transport.data(for: yours).0.text == "/feed auth=Bearer you-1 call=2")
+        #expect(try await transport.data(for: yours).0.text == "/feed auth=Bearer you-1 call=2")
+        // Each account's request went out with the value, under its own credential.
+        #expect(origin.calls.map { $0.value(forHTTPHeaderField: "X-Tenant") } == ["acme", "acme"])
+    }
+
     @Test("a keyed header that throws fails its call, sends nothing and stores nothing")
     func throwingHeader() async throws {
         struct NoTenant: Error {}

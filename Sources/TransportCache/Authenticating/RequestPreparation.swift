@@ -19,6 +19,8 @@ final class RequestPreparation: Sendable {
     let keyedAdapters: [RequestAdapter.Keyed]
     /// The keyed headers (``RequestAdapter/header(_:value:)``), in their order.
     let headerAdapters: [HeaderAdapter]
+    /// The first of them, read apart: most apps have one.
+    private let firstHeader: HeaderAdapter?
     let sendingAdapters: [RequestAdapter.Sending]
     let credentials: (any CredentialApplying)?
     /// Where the credentials find a request's account, read by every call.
@@ -29,6 +31,8 @@ final class RequestPreparation: Sendable {
     /// The accounts requests name (``Accounts``), held apart for the same reason.
     private let directory: AccountDirectory?
     private let keyHeaders: KeyHeaders
+    /// The keyed headers' values made last (``KeyedHeaders/Recent``).
+    private let recentHeaders = KeyedHeaders.Recent(nil)
     /// Whether a request that goes out needs the second step.
     let decoratesOutgoing: Bool
 
@@ -74,6 +78,7 @@ final class RequestPreparation: Sendable {
         }
         self.keyedAdapters = keyedAdapters
         self.headerAdapters = headerAdapters
+        firstHeader = headerAdapters.first
         self.sendingAdapters = sendingAdapters
         credentials = configuration.identity.credentials
         accountSource = configuration.identity.credentials?.accountSource
@@ -111,15 +116,16 @@ final class RequestPreparation: Sendable {
     @inline(__always)
     func keyedLazily(_ request: URLRequest, fields: inout RequestFields) throws -> KeyedRequest {
         if Self.isInsideRefresh { return KeyedRequest(request: request, account: nil) }
-        guard keyedAdapters.isEmpty, headerAdapters.isEmpty else {
-            return try keyed(adapting: request, fields: &fields)
-        }
+        guard keyedAdapters.isEmpty else { return try keyed(adapting: request, fields: &fields) }
+        let account: AccountIdentity?
         if let keyAccount {
-            return KeyedRequest(request: request, account: try account(of: request, fields: fields, in: keyAccount))
+            account = try self.account(of: request, fields: fields, in: keyAccount)
+        } else if let directory {
+            account = try directory.account(of: request, fields: fields, keyHeaders: keyHeaders)
+        } else {
+            account = nil
         }
-        guard let directory else { return KeyedRequest(request: request, account: nil) }
-        return KeyedRequest(
-            request: request, account: try directory.account(of: request, fields: fields, keyHeaders: keyHeaders))
+        return KeyedRequest(request: request, account: account, headers: try headers(of: request, for: account))
     }
 
     /// `request` keyed for `account`, the one a call began with, whatever is current now: what an
@@ -130,7 +136,8 @@ final class RequestPreparation: Sendable {
         if case .named = accountSource { return try keyed(request) }
         var request = request
         for adapt in keyedAdapters { try adapt(&request) }
-        return KeyedRequest(request: request, account: account, headers: try headers(of: request)).materialized
+        return KeyedRequest(request: request, account: account, headers: try headers(of: request, for: account))
+            .materialized
     }
 
     /// The account of the current credential, as ``keyed(_:)`` reads it; nil when each request
@@ -145,20 +152,47 @@ final class RequestPreparation: Sendable {
     @inline(never)
     private func keyed(adapting request: URLRequest, fields: inout RequestFields) throws -> KeyedRequest {
         var request = request
-        if !keyedAdapters.isEmpty {
-            for adapt in keyedAdapters { try adapt(&request) }
-            fields = self.fields(of: request)
-        }
-        return KeyedRequest(
-            request: request, account: try accountSource.flatMap { try account(of: request, fields: fields, in: $0) },
-            headers: try headers(of: request))
+        for adapt in keyedAdapters { try adapt(&request) }
+        fields = self.fields(of: request)
+        let owner = try accountSource.flatMap { try account(of: request, fields: fields, in: $0) }
+        return KeyedRequest(request: request, account: owner, headers: try headers(of: request, for: owner))
     }
 
-    /// The values the keyed headers give `request`; nil without keyed headers.
-    private func headers(of request: URLRequest) throws -> KeyedHeaders? {
-        guard let first = headerAdapters.first else { return nil }
-        var headers = KeyedHeaders(adapters: headerAdapters, first: try first.value(request))
-        for adapter in headerAdapters.dropFirst() { headers.others.append(try adapter.value(request)) }
+    /// The values the keyed headers give `request`, for `account`; nil without keyed headers.
+    /// The same values for the same account as the last request's are that request's.
+    @inline(__always)
+    private func headers(of request: URLRequest, for account: AccountIdentity?) throws -> KeyedHeaders? {
+        guard let firstHeader else { return nil }
+        let first = try firstHeader.value(request)
+        guard headerAdapters.count == 1 else { return try headers(first, of: request, for: account) }
+        if let recent = recentHeaders.withLock({ $0 }), recent.first == first, recent.account === account,
+            recent.others.isEmpty
+        {
+            return recent
+        }
+        return madeHeaders(first, [], for: account)
+    }
+
+    /// ``headers(of:for:)`` with more than one keyed header, the first of which gave `first`.
+    @inline(never)
+    private func headers(_ first: String?, of request: URLRequest, for account: AccountIdentity?) throws
+        -> KeyedHeaders
+    {
+        var others: [String?] = []
+        for adapter in headerAdapters.dropFirst() { others.append(try adapter.value(request)) }
+        if let recent = recentHeaders.withLock({ $0 }), recent.first == first, recent.account === account,
+            recent.others == others
+        {
+            return recent
+        }
+        return madeHeaders(first, others, for: account)
+    }
+
+    @inline(never)
+    private func madeHeaders(_ first: String?, _ others: [String?], for account: AccountIdentity?) -> KeyedHeaders {
+        let headers = KeyedHeaders(
+            adapters: headerAdapters, first: first, others: others, account: account, keyHeaders: keyHeaders)
+        recentHeaders.withLock { $0 = headers }
         return headers
     }
 
@@ -249,10 +283,6 @@ final class HeaderAdapter: Sendable {
     /// Its place in ``KeyHeaders/names``.
     let position: Int
     let value: RequestAdapter.Header
-    /// The identity made last for a request with no key header of its own, with the value and
-    /// account it was made for: a hit whose value and account are those reuses it instead of
-    /// building and normalising another (see ``KeyHeaders/identity(values:account:headers:)``).
-    let lastIdentity = Locked<(value: String?, account: AccountIdentity?, identity: KeyIdentity)?>(nil)
 
     init(name: String, value: @escaping RequestAdapter.Header, keyHeaders: KeyHeaders) {
         self.name = name
@@ -262,12 +292,28 @@ final class HeaderAdapter: Sendable {
     }
 }
 
-/// The values the keyed headers gave one request, carried beside it until it is kept or sent.
-/// The first is held apart, so that one keyed header costs a hit no allocation.
-struct KeyedHeaders {
+/// The values the keyed headers gave one request, for one account, carried beside it until it is
+/// kept or sent; immutable, so that the same values for the same account are made once and shared
+/// (``KeyedHeaders/Recent``), and a hit through a keyed header copies one reference.
+final class KeyedHeaders: Sendable {
     let adapters: [HeaderAdapter]
-    var first: String?
-    var others: [String?] = []
+    let first: String?
+    let others: [String?]
+    /// The account they were made for.
+    let account: AccountIdentity?
+    /// The identity of a request with no key header of its own keyed with them, for ``account``:
+    /// made once, as ``KeyHeaders/identity(values:account:headers:)`` would make it on every hit.
+    let alone: KeyIdentity
+
+    init(
+        adapters: [HeaderAdapter], first: String?, others: [String?], account: AccountIdentity?, keyHeaders: KeyHeaders
+    ) {
+        self.adapters = adapters
+        self.first = first
+        self.others = others
+        self.account = account
+        alone = keyHeaders.identity(values: [], account: account, settingEach: adapters, first: first, others: others)
+    }
 
     /// Calls `body` with each keyed header and its value.
     @inline(__always)
@@ -282,6 +328,10 @@ struct KeyedHeaders {
         forEachValue { adapter, value in request.setValue(value, forHTTPHeaderField: adapter.name) }
         return request
     }
+
+    /// The values made last, reused while the keyed headers give the same for the same account:
+    /// a hit then builds and normalises no identity.
+    typealias Recent = Locked<KeyedHeaders?>
 }
 
 /// A request as it goes out (``RequestPreparation/outgoing(_:keyedFor:)``).

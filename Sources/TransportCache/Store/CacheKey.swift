@@ -194,7 +194,12 @@ struct KeyHeaders: Sendable {
     /// own values of their names.
     @inline(__always)
     func identity(values: [String?], account: AccountIdentity?, headers: KeyedHeaders? = nil) -> KeyIdentity {
-        if let headers { return identity(values: values, account: account, setting: headers) }
+        if let headers {
+            // A request with no key header of its own, the common case: the identity the keyed
+            // headers' values make for their account was made with them.
+            if values.isEmpty, headers.account === account { return headers.alone }
+            return identity(values: values, account: account, setting: headers)
+        }
         if values.isEmpty { return account?.alone ?? KeyIdentity(none: ()) }
         return identity(values, appending: account)
     }
@@ -215,29 +220,22 @@ struct KeyHeaders: Sendable {
 
     @inline(never)
     private func identity(values: [String?], account: AccountIdentity?, setting headers: KeyedHeaders) -> KeyIdentity {
-        guard values.isEmpty, headers.others.isEmpty else {
-            return identity(values, account: account, setting: headers)
-        }
-        // One keyed header on a request with no key header of its own, the common case: the
-        // identity of the same value and account as the last such request is that one's.
-        let adapter = headers.adapters[0]
-        let value = headers.first
-        if let identity = adapter.lastIdentity.withLock({ last in
-            last.flatMap { $0.value == value && $0.account === account ? $0.identity : nil }
-        }) {
-            return identity
-        }
-        let identity = identity(values, account: account, setting: headers)
-        adapter.lastIdentity.withLock { $0 = (headers.first, account, identity) }
-        return identity
+        identity(
+            values: values, account: account, settingEach: headers.adapters, first: headers.first,
+            others: headers.others)
     }
 
-    private func identity(_ values: [String?], account: AccountIdentity?, setting headers: KeyedHeaders) -> KeyIdentity
-    {
+    /// The identity of a request whose own key headers' values are `values`, each keyed header of
+    /// `adapters` set to its value (`first`, then `others`), for `account`.
+    func identity(
+        values: [String?], account: AccountIdentity?, settingEach adapters: [HeaderAdapter], first: String?,
+        others: [String?]
+    ) -> KeyIdentity {
         var values = values
-        headers.forEachValue { adapter, value in
+        for (index, value) in ([first] + others).enumerated() {
+            let adapter = adapters[index]
             if values.isEmpty {
-                if value == nil { return }
+                if value == nil { continue }
                 values = Array(repeating: nil, count: names.count)
             }
             values[adapter.position] = value.map { Vary.normalized($0, lowercasedName: names[adapter.position]) }
