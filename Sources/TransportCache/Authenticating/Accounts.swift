@@ -134,6 +134,8 @@ final class AccountDirectory: Sendable {
     /// Its length, a literal, so that reading it initialises nothing on a hit (a mismatch with
     /// ``header`` would read no account at all, which every test of ``Accounts`` would show).
     private static let headerLength = 19
+    /// Its bytes, where a comparison finds them without a string of its own.
+    private static let headerBytes: StaticString = "X-Transport-Account"
 
     private struct State: Sendable {
         var identities: [String: AccountIdentity] = [:]
@@ -143,9 +145,14 @@ final class AccountDirectory: Sendable {
         /// Accounts signed out since they last signed in.
         var signedOut: Set<String> = []
 
+        @inline(__always)
         func identity(of name: String) -> AccountIdentity? {
             if identities.count > Self.fewest { return identities[name] }
-            for account in few where account.name == name { return account.identity }
+            // Lengths first: two names of different lengths never reach a Unicode comparison.
+            let length = name.utf8.count
+            for account in few where account.name.utf8.count == length && account.name == name {
+                return account.identity
+            }
             return nil
         }
 
@@ -172,7 +179,7 @@ final class AccountDirectory: Sendable {
         if let name = fields.accountName {
             // The app's own credential beside a named account: which of the two would it be?
             if carriesAuthorization { throw AuthenticationError(.invalidAccount) }
-            if let identity = state.withLock({ $0.identity(of: name) }) { return identity }
+            if let identity = state.withLock({ state in state.identity(of: name) }) { return identity }
         }
         return try unknownAccount(of: request, carriesAuthorization: carriesAuthorization)
     }
@@ -181,7 +188,10 @@ final class AccountDirectory: Sendable {
     /// compared first, which tells it from almost every other field.
     @inline(__always)
     static func isHeader(_ field: String) -> Bool {
-        field.utf8.count == headerLength && ASCII.equalBytes(field, header)
+        guard field.utf8.count == headerLength else { return false }
+        return field.utf8.withContiguousStorageIfAvailable { bytes in
+            memcmp(bytes.baseAddress!, headerBytes.utf8Start, headerLength) == 0
+        } ?? (field == header)
     }
 
     /// Why `request` has no account to key it with, or nil when it is the app's to authenticate

@@ -14,7 +14,7 @@ struct RequestFields {
     /// The fields `all` of a request keyed with `keyHeaders`; `readsAccount` to find the account
     /// it names, where each request names its own (``Accounts``).
     @inline(__always)
-    init(_ all: [String: String]?, keyHeaders: KeyHeaders, readsAccount: Bool = false) {
+    init(_ all: [String: String]?, keyHeaders: borrowing KeyHeaders, readsAccount: Bool = false) {
         guard let all, !all.isEmpty else {
             self.init(empty: all)
             return
@@ -36,7 +36,7 @@ struct RequestFields {
     }
 
     @inline(never)
-    private init(reading all: [String: String], keyHeaders: KeyHeaders, readsAccount: Bool) {
+    private init(reading all: [String: String], keyHeaders: borrowing KeyHeaders, readsAccount: Bool) {
         var keyValues: [String?] = []
         var directives = RequestDirectives()
         var accountName: String?
