@@ -134,7 +134,8 @@ final class AccountDirectory: Sendable {
     /// Its length, a literal, so that reading it initialises nothing on a hit (a mismatch with
     /// ``header`` would read no account at all, which every test of ``Accounts`` would show).
     private static let headerLength = 19
-    /// Its bytes, where a comparison finds them without a string of its own.
+    /// Its bytes, which a hit compares a field's with, making no string of its own (a mismatch
+    /// with ``header`` would read no account at all, as above).
     private static let headerBytes: StaticString = "X-Transport-Account"
 
     private struct State: Sendable {
