@@ -61,6 +61,14 @@ struct CacheKey: Hashable, Sendable {
         hasher.combine(digest)
     }
 
+    /// The hash a `Dictionary` or `Set` of keys asks for: the digest, already spread and seeded
+    /// per process (``KeyDigest``), mixed with the table's own seed in one round, rather than
+    /// SipHash run over it. SipHash's rounds, and the dynamic exclusivity check its inlined
+    /// reading of the process's hashing seed costs, were a tenth of a hit.
+    func _rawHashValue(seed: Int) -> Int {
+        Int(truncatingIfNeeded: KeyDigest.mix(digest, UInt64(UInt(bitPattern: seed))))
+    }
+
     static func == (left: CacheKey, right: CacheKey) -> Bool {
         left.digest == right.digest && left.url == right.url && left.method == right.method
             && left.identity == right.identity
@@ -116,7 +124,7 @@ struct KeyDigest {
     }
 
     /// One round: the two halves of a full-width product, as wyhash mixes.
-    private static func mix(_ state: UInt64, _ word: UInt64) -> UInt64 {
+    static func mix(_ state: UInt64, _ word: UInt64) -> UInt64 {
         let product = (state ^ word ^ 0xA076_1D64_78BD_642F).multipliedFullWidth(by: 0xE703_7ED1_A0B4_28DB)
         return product.high ^ product.low
     }
