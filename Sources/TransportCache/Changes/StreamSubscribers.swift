@@ -12,8 +12,31 @@ final class StreamSubscribers<Element: Sendable, Filter: Sendable>: Sendable {
     }
 
     private struct State {
-        var byID: [Int: Subscriber] = [:]
+        private(set) var byID: [Int: Subscriber] = [:]
+        /// The same streams, in an array made when one registers or unregisters: what every
+        /// element is yielded to, read with one retain rather than copied out of ``byID``.
+        private(set) var current: [Subscriber] = []
         var lastID = 0
+
+        mutating func register(_ subscriber: Subscriber, as id: Int) {
+            byID[id] = subscriber
+            current = Array(byID.values)
+        }
+
+        /// Whether the stream `id` was registered until now.
+        mutating func unregister(_ id: Int) -> Bool {
+            guard byID.removeValue(forKey: id) != nil else { return false }
+            current = Array(byID.values)
+            return true
+        }
+
+        mutating func unregisterAll() -> [Subscriber] {
+            defer {
+                byID.removeAll()
+                current = []
+            }
+            return current
+        }
     }
 
     private let state = Locked(State())
@@ -34,14 +57,14 @@ final class StreamSubscribers<Element: Sendable, Filter: Sendable>: Sendable {
             of: Element.self, bufferingPolicy: .bufferingNewest(bufferLimit))
         let (id, watchers) = state.withLock { state in
             state.lastID += 1
-            state.byID[state.lastID] = Subscriber(continuation: continuation, filter: filter)
+            state.register(Subscriber(continuation: continuation, filter: filter), as: state.lastID)
             return (state.lastID, countChanged?(state.byID.count) ?? [])
         }
         for watcher in watchers { watcher.resume() }
         continuation.onTermination = { [weak self] _ in
             if let self {
                 let watchers = state.withLock { state in
-                    guard state.byID.removeValue(forKey: id) != nil else { return [CheckedContinuation<Void, Never>]() }
+                    guard state.unregister(id) else { return [CheckedContinuation<Void, Never>]() }
                     return countChanged?(state.byID.count) ?? []
                 }
                 for watcher in watchers { watcher.resume() }
@@ -51,16 +74,13 @@ final class StreamSubscribers<Element: Sendable, Filter: Sendable>: Sendable {
         return stream
     }
 
-    /// The registered streams now; empty, without allocating, when there are none.
-    var current: [Subscriber] { state.withLock { $0.byID.isEmpty ? [] : Array($0.byID.values) } }
+    /// The registered streams now.
+    var current: [Subscriber] { state.withLock { $0.current } }
 
     var count: Int { state.withLock { $0.byID.count } }
 
     deinit {
-        let current = state.withLock { state in
-            defer { state.byID.removeAll() }
-            return Array(state.byID.values)
-        }
+        let current = state.withLock { $0.unregisterAll() }
         for subscriber in current { subscriber.continuation.finish() }
     }
 }
