@@ -6,12 +6,12 @@ import Testing
 @testable import TransportCache
 import TransportCacheTesting
 
-@Suite("Events")
+@Suite("Events", .timeLimit(.minutes(1)))
 struct EventTests {
     let url = "https://api.example.com/feed"
 
     /// The next `count` events of `iterator`.
-    func next(_ count: Int, of iterator: inout AsyncStream<CacheEvent>.Iterator) async -> [CacheEvent] {
+    func next(_ count: Int, of iterator: inout CacheEvents.AsyncIterator) async -> [CacheEvent] {
         var events: [CacheEvent] = []
         for _ in 0..<count {
             guard let event = await iterator.next() else { break }
@@ -136,6 +136,59 @@ struct EventTests {
         #expect(!observed())
         _ = try await transport.data(for: request(url))
         #expect(!observed())
+    }
+
+    @Test("a consumer waiting for an event ends with nil when its task is cancelled, and unregisters")
+    func cancelledConsumerEnds() async throws {
+        let transport = makeTransport(loader: echoOrigin())
+        let observed = { transport.store.state.withLock { $0.isObserved } }
+        let events = transport.events()
+        let waiting = Gate()
+        let consumer = Task {
+            var iterator = events.makeAsyncIterator()
+            waiting.open()
+            return await iterator.next()
+        }
+        try await waiting.wait()
+        #expect(observed())
+        consumer.cancel()
+        #expect(await consumer.value == nil)
+        #expect(!observed())
+        // Nothing more reaches it, and a request no longer makes events for it.
+        _ = try await transport.data(for: request(url))
+        var after = events.makeAsyncIterator()
+        #expect(await after.next() == nil)
+    }
+
+    @Test("a waiting consumer is handed each event as it happens, in order, across many requests")
+    func waitingConsumerGetsEachEvent() async throws {
+        // Room for every event, so that none is dropped while the consumer runs behind.
+        let transport = makeTransport(loader: echoOrigin()) { $0.stayingCurrent.changeBufferLimit = 1_000 }
+        let events = transport.events()
+        let consumer = Task {
+            var seen: [String] = []
+            for await event in events {
+                seen.append(event.kind.name)
+                if seen.count == 203 { break }
+            }
+            return seen
+        }
+        _ = try await transport.data(for: request(url))
+        for _ in 0..<200 { _ = try await transport.data(for: request(url)) }
+        let seen = await consumer.value
+        #expect(seen.prefix(4) == ["fetchStarted", "fetchEnded", "stored", "answered"])
+        #expect(seen.dropFirst(4) == ArraySlice(Array(repeating: "answered", count: 199)))
+    }
+
+    @Test("when the transport goes away a stream ends after the events it holds")
+    func endsWithTheTransport() async throws {
+        var transport: CachedTransport? = makeTransport(loader: echoOrigin())
+        var iterator = transport!.events().makeAsyncIterator()
+        _ = try await transport!.data(for: request(url))
+        transport = nil
+        let held = await next(10, of: &iterator)
+        #expect(names(held) == ["fetchStarted", "fetchEnded", "stored", "answered"])
+        #expect(await iterator.next() == nil)
     }
 
     @Test("a stream nobody reads keeps only the newest events and never blocks a request")

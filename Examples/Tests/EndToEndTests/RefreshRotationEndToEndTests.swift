@@ -33,7 +33,7 @@ struct RefreshRotationEndToEndTests {
 
     /// Waits until the transport has had `path`'s `401`: from there it either joins the refresh
     /// under way or starts another, and another reaches the origin, whose count the test reads.
-    static func refusal(of path: String, in events: AsyncStream<CacheEvent>) async {
+    static func refusal(of path: String, in events: CacheEvents) async {
         for await event in events where event.url.path == path {
             if case .fetchEnded(status: 401, _, _) = event.kind { return }
         }

@@ -65,7 +65,7 @@ struct SeveralAccountsEndToEndTests {
     /// Returns once `count` fetches have ended refused (`401`): each has then asked its account
     /// for a new credential, or is about to.
     static func waitForRefusals(
-        _ count: Int, in events: AsyncStream<CacheEvent>, sourceLocation: SourceLocation = #_sourceLocation
+        _ count: Int, in events: CacheEvents, sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
         try await until("\(count) refusals", sourceLocation: sourceLocation) {
             var refused = 0

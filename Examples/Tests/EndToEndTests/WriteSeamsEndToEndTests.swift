@@ -302,7 +302,7 @@ private func held(_ url: URL) -> URLRequest {
 /// - Returns: how many fetches of `url` ended.
 private func fetchesEnded(
     of url: URL, afterReading marker: URLRequest, on transport: CachedTransport,
-    _ events: inout AsyncStream<CacheEvent>.Iterator
+    _ events: inout CacheEvents.AsyncIterator
 ) async -> Int {
     _ = try? await transport.data(for: marker)
     let markerURL = marker.url!

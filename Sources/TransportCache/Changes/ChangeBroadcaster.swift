@@ -8,7 +8,7 @@ import Foundation
 /// ``DeliveryQueue``), so each subscriber receives changes in the order the store changed.
 final class ChangeBroadcaster: Sendable {
     /// The streams, each with the endpoint it is about (nil: every change).
-    private let subscribers: StreamSubscribers<CacheChange, Endpoint?>
+    private let subscribers: StreamSubscribers<AsyncStream<CacheChange>.Continuation, Endpoint?>
     private let queue = DeliveryQueue<CacheChange>()
     /// The number of streams registered, for tests to wait on.
     let subscriberCount = SubscriberCount()
@@ -20,7 +20,10 @@ final class ChangeBroadcaster: Sendable {
     /// A new stream of the changes that concern `endpoint` (all when nil). It unregisters itself
     /// when its consumer stops iterating or it is dropped, and then calls `onTermination`.
     func subscribe(to endpoint: Endpoint?, onTermination: (@Sendable () -> Void)? = nil) -> AsyncStream<CacheChange> {
-        subscribers.subscribe(endpoint, onTermination: onTermination)
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: CacheChange.self, bufferingPolicy: .bufferingNewest(subscribers.bufferLimit))
+        subscribers.subscribe(continuation, filter: endpoint, onTermination: onTermination)
+        return stream
     }
 
     /// Queues `change` behind those queued before it.
@@ -35,13 +38,15 @@ final class ChangeBroadcaster: Sendable {
         queue.deliverQueued(subscribers: { subscribers.current }, with: Self.yield)
     }
 
-    private static func yield(_ change: CacheChange, to current: [StreamSubscribers<CacheChange, Endpoint?>.Subscriber])
-    {
+    private static func yield(
+        _ change: CacheChange,
+        to current: [StreamSubscribers<AsyncStream<CacheChange>.Continuation, Endpoint?>.Subscriber]
+    ) {
         for subscriber in current {
             if let endpoint = subscriber.filter {
-                if let filtered = change.filtered(by: endpoint) { subscriber.continuation.yield(filtered) }
+                if let filtered = change.filtered(by: endpoint) { subscriber.sink.send(filtered) }
             } else {
-                subscriber.continuation.yield(change)
+                subscriber.sink.send(change)
             }
         }
     }

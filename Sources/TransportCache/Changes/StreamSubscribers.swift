@@ -5,10 +5,19 @@
 /// returned. Each stream keeps at most ``bufferLimit`` undelivered elements, dropping the oldest,
 /// and unregisters itself when its consumer stops iterating or it is dropped; the rest are
 /// finished when the registry goes away.
-final class StreamSubscribers<Element: Sendable, Filter: Sendable>: Sendable {
-    struct Subscriber {
-        let continuation: AsyncStream<Element>.Continuation
+final class StreamSubscribers<Sink: StreamSink, Filter: Sendable>: Sendable {
+    typealias Element = Sink.Element
+
+    /// One registered stream. A class, so that handing the streams to each element copies
+    /// references.
+    final class Subscriber: Sendable {
+        let sink: Sink
         let filter: Filter
+
+        init(sink: Sink, filter: Filter) {
+            self.sink = sink
+            self.filter = filter
+        }
     }
 
     private struct State {
@@ -51,17 +60,16 @@ final class StreamSubscribers<Element: Sendable, Filter: Sendable>: Sendable {
         self.countChanged = countChanged
     }
 
-    /// A new registered stream with `filter`; `onTermination` is called once it has unregistered.
-    func subscribe(_ filter: Filter, onTermination: (@Sendable () -> Void)? = nil) -> AsyncStream<Element> {
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: Element.self, bufferingPolicy: .bufferingNewest(bufferLimit))
+    /// Registers `sink`, the inlet of a new stream, with `filter`; `onTermination` is called once
+    /// it has unregistered.
+    func subscribe(_ sink: Sink, filter: Filter, onTermination: (@Sendable () -> Void)? = nil) {
         let (id, watchers) = state.withLock { state in
             state.lastID += 1
-            state.register(Subscriber(continuation: continuation, filter: filter), as: state.lastID)
+            state.register(Subscriber(sink: sink, filter: filter), as: state.lastID)
             return (state.lastID, countChanged?(state.byID.count) ?? [])
         }
         for watcher in watchers { watcher.resume() }
-        continuation.onTermination = { [weak self] _ in
+        sink.onEnd { [weak self] in
             if let self {
                 let watchers = state.withLock { state in
                     guard state.unregister(id) else { return [CheckedContinuation<Void, Never>]() }
@@ -71,7 +79,6 @@ final class StreamSubscribers<Element: Sendable, Filter: Sendable>: Sendable {
             }
             onTermination?()
         }
-        return stream
     }
 
     /// The registered streams now.
@@ -81,6 +88,28 @@ final class StreamSubscribers<Element: Sendable, Filter: Sendable>: Sendable {
 
     deinit {
         let current = state.withLock { $0.unregisterAll() }
-        for subscriber in current { subscriber.continuation.finish() }
+        for subscriber in current { subscriber.sink.finish() }
+    }
+}
+
+/// The inlet of one stream of a ``StreamSubscribers``: what the transport hands elements to.
+protocol StreamSink: Sendable {
+    associatedtype Element: Sendable
+    /// Hands `element` to the stream's consumer, dropping the oldest undelivered one when the
+    /// stream's buffer is full. Never waits.
+    func send(_ element: sending Element)
+    /// Ends the stream: its consumer receives what is buffered, then the end.
+    func finish()
+    /// Sets what runs once the stream has ended: finished, its consumer stopped, or it was dropped.
+    func onEnd(_ ended: @escaping @Sendable () -> Void)
+}
+
+extension AsyncStream.Continuation: StreamSink {
+    func send(_ element: sending Element) {
+        yield(element)
+    }
+
+    func onEnd(_ ended: @escaping @Sendable () -> Void) {
+        onTermination = { _ in ended() }
     }
 }

@@ -26,7 +26,7 @@ import os
 /// order (a hit after the store it reads, an answer after its fetch's store), and no consumer is
 /// resumed under a lock.
 final class TransportEvents: Sendable {
-    private let subscribers: StreamSubscribers<CacheEvent, Void>
+    private let subscribers: StreamSubscribers<EventInbox, Void>
     /// The events not yet yielded, in the order they happened.
     private let queued = DeliveryQueue<CacheEvent>()
 
@@ -44,8 +44,10 @@ final class TransportEvents: Sendable {
         }
     }
 
-    func subscribe() -> AsyncStream<CacheEvent> {
-        subscribers.subscribe(())
+    func subscribe() -> CacheEvents {
+        let inbox = EventInbox(limit: subscribers.bufferLimit)
+        subscribers.subscribe(inbox, filter: ())
+        return CacheEvents(inbox)
     }
 
     /// Yields the event `make` returns to every stream, behind the events queued before it,
@@ -56,8 +58,8 @@ final class TransportEvents: Sendable {
         queued.deliver(make(), to: current, subscribers: { subscribers.current }, with: Self.yield)
     }
 
-    private static func yield(_ event: CacheEvent, to current: [StreamSubscribers<CacheEvent, Void>.Subscriber]) {
-        for subscriber in current { subscriber.continuation.yield(event) }
+    private static func yield(_ event: CacheEvent, to current: [StreamSubscribers<EventInbox, Void>.Subscriber]) {
+        for subscriber in current { subscriber.sink.send(event) }
     }
 
     /// Queues the event `make` returns for ``deliverQueued()``, making it only when a stream is

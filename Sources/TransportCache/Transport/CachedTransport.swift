@@ -400,7 +400,7 @@ public actor CachedTransport {
     /// pays one branch. A stream hears every request planned after it was registered (a request
     /// already in flight is reported from its next event on). It unregisters itself when its
     /// consumer stops or it is dropped.
-    public nonisolated func events() -> AsyncStream<CacheEvent> {
+    public nonisolated func events() -> CacheEvents {
         reporter.subscribe()
     }
 
