@@ -126,11 +126,11 @@ struct DepartureTests {
         }
         _ = try await transport.data(for: request(feed + "/0"))
         _ = try await transport.data(for: request(feed + "/1"))
-        let stores = transport.statistics.evictions
+        let before = transport.statistics.evictions
         var events = transport.events().makeAsyncIterator()
 
         _ = try await transport.value(Feed.self, for: request(feed + "/1"))
-        let evictions = transport.statistics.evictions - stores
+        let evictions = transport.statistics.evictions - before
         try await endEvents(of: transport)
 
         #expect(evictions == 1)

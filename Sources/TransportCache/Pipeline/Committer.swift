@@ -432,8 +432,9 @@ final class Committer: Sendable {
 
     /// The one path by which entries leave on purpose: takes them out of the store through its
     /// indexes (what it costs is what it removes, except a sign-out or a trim, which read every
-    /// key a batch at a time under the lock a hit takes), and keeps the one bookkeeping of
-    /// departures:
+    /// key a batch at a time under the lock a hit takes), where they leave as every departure does
+    /// (``ResponseStore/State/depart(_:because:into:)``), and keeps the transport's side of their
+    /// departure:
     /// - fetches in flight of those keys no longer store or are joined (an invalidation), or are
     ///   taken out with their callers (a sign-out); a trim leaves them, since it is about memory;
     /// - what pending optimistic updates would roll back to is forgotten, and a sign-out noted;
