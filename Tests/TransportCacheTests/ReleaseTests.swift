@@ -162,7 +162,7 @@ struct ReleaseTests {
             let url = "https://api.example.com/g\(index % 7)/items/\(index)"
             try transport.store(ProvisionalAnswer(for: request(url), data: Data(url.utf8)))
         }
-        var emptied = transport.store.removeEverything(because: .invalidated)
+        var emptied = transport.store.removeEverything(because: .invalidated).emptied
         #expect(transport.store.index.withLock { $0.count } == 0)
         #expect(transport.store.state.withLock { $0.entries.count } == 0)
         let step = ResponseStore.stepSize

@@ -27,6 +27,11 @@ struct Released: Sendable {
         self.count += count
     }
 
+    /// Makes room for `count` values, so that appending them under a lock allocates nothing.
+    mutating func reserveCapacity(_ count: Int) {
+        values.reserveCapacity(count)
+    }
+
     mutating func append(contentsOf other: consuming Released) {
         values.append(contentsOf: other.values)
         count += other.count

@@ -147,8 +147,10 @@ final class Committer: Sendable {
             // The origin now says the representation may not be stored (`no-store`), varies on
             // everything, or its headers outgrew the entry: it answers this exchange, and no other
             // request.
-            let removed = !remove(.variant(validated, of: fetch.key), in: &machine).keys.isEmpty
-            return removed ? answer(.notStored(reason)) : nil
+            guard !remove(.variant(validated, of: fetch.key), in: &machine).keys.isEmpty else { return nil }
+            // The key was asked for anew and answered: why it left no longer explains a miss.
+            store.forgetDeparture(of: fetch.key)
+            return answer(.notStored(reason))
         }
         switch store.write(updated, for: fetch.key, replacing: validated, unread: !fetch.hasReader) {
         case .stored(_, let evicted):
@@ -179,7 +181,7 @@ final class Committer: Sendable {
         if let reason = reasonNotToStore(response) { return .notStorable(reason) }
         guard let entry = entry(data, response: response, key: key, request: request, requestTime: requestTime)
         else { return .notStorable(.variesOnEverything) }
-        guard entry.cost <= store.maximumEntryCost else { return .notStorable(.tooLarge) }
+        guard store.fits(entry.cost) else { return .notStorable(.tooLarge) }
         return .storable(entry)
     }
 
@@ -381,8 +383,11 @@ final class Committer: Sendable {
 
     // MARK: - Removing entries
 
-    /// What leaves the store on purpose, and why. Evictions to make room are the store's
-    /// (``ResponseStore/write(_:for:replacing:)``); every other removal is one of these.
+    /// What leaves the store on purpose, and why. Evictions to make room are the store's own,
+    /// where it charges an entry: an answer written (``ResponseStore/write(_:for:replacing:unread:)``)
+    /// or a decoded value kept (``ResponseStore/finishDecode(_:on:for:with:limit:)``); every other
+    /// removal is one of these. Whichever it is, what leaves is kept account of in one place
+    /// (``ResponseStore/State/depart(_:because:into:)``).
     enum Removing {
         /// An invalidation of the keys `selection` names: a request's, an endpoint's, a tag's, or
         /// an unsafe request's targets (`endpoint` names the endpoint invalidated, for the
@@ -427,8 +432,9 @@ final class Committer: Sendable {
 
     /// The one path by which entries leave on purpose: takes them out of the store through its
     /// indexes (what it costs is what it removes, except a sign-out or a trim, which read every
-    /// key a batch at a time under the lock a hit takes), and keeps the one bookkeeping of
-    /// departures:
+    /// key a batch at a time under the lock a hit takes), where they leave as every departure does
+    /// (``ResponseStore/State/depart(_:because:into:)``), and keeps the transport's side of their
+    /// departure:
     /// - fetches in flight of those keys no longer store or are joined (an invalidation), or are
     ///   taken out with their callers (a sign-out); a trim leaves them, since it is about memory;
     /// - what pending optimistic updates would roll back to is forgotten, and a sign-out noted;
@@ -461,7 +467,8 @@ final class Committer: Sendable {
             (departure.keys, departure.released) = (removal.keys, removal.released)
         case .everything:
             machine.detach(where: { _ in true })
-            let emptied = store.removeEverything(because: .invalidated)
+            let (emptied, removal) = store.removeEverything(because: .invalidated)
+            departure.released = removal.released
             optimistic.withLock { $0.forget(where: { _ in true }) }
             cleared = emptied.count > 0
             // Naming every key costs a key each: only when someone listens.
@@ -487,8 +494,8 @@ final class Committer: Sendable {
             (departure.keys, departure.released) = (removal.keys, removal.released)
             reporter.evicted(departure.keys)
         case .variant(let entry, let key):
-            guard store.remove(entry, for: key) else { return departure }
-            departure.keys = [key]
+            let removal = store.remove(entry, for: key)
+            (departure.keys, departure.released) = (removal.departed, removal.released)
         }
         if case .pressure = removing {} else { reporter.invalidated(departure.keys) }
         if cleared {

@@ -54,12 +54,25 @@ extension ResponseStore {
         }
     }
 
-    /// What an operation took out of the store.
+    /// What one change took out of the store, noted under its lock by
+    /// ``State/depart(_:because:into:)``.
     struct Removal {
-        /// The keys removed.
+        /// The keys no longer held, in the order they left.
         var keys: [CacheKey] = []
-        /// Their answers, to release once no lock is held.
+        /// The keys still held that lost variants for good.
+        var thinned: [CacheKey] = []
+        /// What left, to release once no lock is held.
         var released = Released()
+
+        /// The keys that lost something, to announce: those that left, then those thinned.
+        var departed: [CacheKey] { thinned.isEmpty ? keys : keys + thinned }
+    }
+
+    /// Takes the keys that left in `removal` out of the index. Call with the in-flight lock held,
+    /// once the lock a hit takes is released: the index follows the entries one writer at a time.
+    func unindex(_ removal: Removal) {
+        guard !removal.keys.isEmpty else { return }
+        index.withLock { $0.remove(removal.keys) }
     }
 
     /// Removes the held keys `selection` names, except `spared`, finding them through the index,
@@ -72,7 +85,7 @@ extension ResponseStore {
         switch selection {
         case .keys(let keys):
             let removal = removeHeld(spared.isEmpty ? keys : keys.subtracting(spared), because: .invalidated)
-            index.withLock { $0.remove(removal.keys) }
+            unindex(removal)
             return removal
         case .tag(let tag):
             return removeKeys(.keys(keys(taggedWith: tag)), sparing: spared)
@@ -106,19 +119,11 @@ extension ResponseStore {
         removal.keys.reserveCapacity(keys.count)
         var start = 0
         inShortHolds { state in
-            var removed = 0
             for key in keys[start..<min(start + Self.stepSize, keys.count)] {
                 guard let value = state.entries.removeValue(forKey: key) else { continue }
-                state.departures.record(key, reason)
-                removal.keys.append(key)
                 values.append(value)
-                removed += 1
+                state.depart(.key(key), because: reason, into: &removal)
             }
-            switch reason {
-            case .invalidated: state.statistics.invalidations += removed
-            case .evicted: state.statistics.evictions += removed
-            }
-            state.syncGauges()
             start += Self.stepSize
             return start < keys.count
         }
@@ -128,10 +133,12 @@ extension ResponseStore {
 
     /// Takes every entry out at once, counting them as `reason` says, and empties the index.
     /// Call with the in-flight lock held.
-    /// - Returns: what the store and its index held, to read and release once no lock is held.
+    /// - Returns: what the store and its index held, to read and release once no lock is held,
+    ///   and the removal that accounts for it, whose keys are left to the caller to name (naming
+    ///   every key costs a key each).
     /// - Complexity: O(1) under the lock a hit takes, plus a short hold to read the most recently
     ///   used keys, whose departures (at most ``Departures/limit``) are recorded outside it.
-    func removeEverything(because reason: Departures.Reason) -> EmptiedStore {
+    func removeEverything(because reason: Departures.Reason) -> (emptied: EmptiedStore, removal: Removal) {
         // Only the latest departures are remembered: the most recently used keys, recorded last,
         // as the ones most likely to be asked for again. Departures change only with the in-flight
         // lock held, so the copy recorded here is the store's own plus these keys.
@@ -145,14 +152,15 @@ extension ResponseStore {
             return state.departures
         }
         for key in recent.reversed() { departures.record(key, reason) }
+        var removal = Removal()
+        // The departures replaced, and what the caller adds: the emptied store.
+        removal.released.reserveCapacity(2)
         let entries = state.withLock { state in
             let emptied = state.entries.removeAll()
-            switch reason {
-            case .invalidated: state.statistics.invalidations += emptied.count
-            case .evicted: state.statistics.evictions += emptied.count
-            }
-            swap(&state.departures, &departures)
-            state.syncGauges()
+            let recorded = departures
+            // The recorded copy is the only reference: the store's next departure changes it in place.
+            departures = Departures()
+            state.depart(.everything(count: emptied.count, departures: recorded), because: reason, into: &removal)
             return emptied
         }
         let index = index.withLock { index in
@@ -160,7 +168,7 @@ extension ResponseStore {
             swap(&index, &emptiedIndex)
             return emptiedIndex
         }
-        return EmptiedStore(entries: entries, index: index)
+        return (EmptiedStore(entries: entries, index: index), removal)
     }
 
     /// Calls `copy` with each held key and its variants, under the lock a hit takes but in short

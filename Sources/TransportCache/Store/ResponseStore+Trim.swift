@@ -9,8 +9,8 @@ extension ResponseStore {
         state.withLock { $0.statistics.trims += 1 }
         switch pressure {
         case .critical:
-            let emptied = removeEverything(because: .evicted)
-            var removal = Removal()
+            let (emptied, emptying) = removeEverything(because: .evicted)
+            var removal = emptying
             // Decodes under way on these entries still reach them; the values they keep go now.
             var start = 0
             inShortHolds { state in
@@ -33,17 +33,14 @@ extension ResponseStore {
             inShortHolds { state in
                 let removed = state.entries.removeLeastRecentlyUsed(
                     untilTotalCostIsAtMost: state.entries.capacity / 2, atMost: Self.stepSize)
-                state.statistics.evictions += removed.count
                 for (key, value) in removed {
-                    state.departures.record(key, .evicted)
-                    removal.keys.append(key)
                     values.append(value)
+                    state.depart(.key(key), because: .evicted, into: &removal)
                 }
-                state.syncGauges()
                 return removed.count == Self.stepSize
             }
             removal.released.append(values, count: values.count)
-            index.withLock { $0.remove(removal.keys) }
+            unindex(removal)
             return removal
         }
     }

@@ -125,10 +125,20 @@ final class ResponseStore: Sendable {
 
     enum WriteResult: Equatable {
         /// Stored; `changedBytes` is false when the same body was already held for the variant.
-        /// `evicted`: the other keys evicted to make room.
+        /// `evicted`: the keys that lost something to make room, to report as evicted: the other
+        /// keys evicted, then this key when variants of it were dropped.
         case stored(changedBytes: Bool, evicted: [CacheKey])
         /// The entry to replace is no longer held (invalidated, evicted or replaced meanwhile).
         case replacedEntryGone
+    }
+
+    /// Whether `bytes` fit within what one key's variants and their decoded values may be charged
+    /// together (``maximumEntryCost``): the one judgement of an entry's size, which storing an
+    /// answer, keeping variants beside it and charging a decoded value all ask, and the charge
+    /// they judge is ``StoredResponse/totalCost``, summed over a key's variants by
+    /// ``StoredVariants/totalCost``.
+    func fits(_ bytes: Int) -> Bool {
+        bytes <= maximumEntryCost
     }
 
     /// Stores `entry` for `key`, replacing `replacing` when given (a revalidated entry), else the
@@ -136,9 +146,10 @@ final class ResponseStore: Sendable {
     ///
     /// The key keeps its other variants that select on the same fields, most recently used first,
     /// while they fit within ``maximumVariants`` and ``maximumEntryCost``; least recently used ones
-    /// go first. Variants that select on other fields are dropped: the origin changed how it
-    /// selects representations. An entry with the same bytes as the one it replaces keeps its
-    /// decoded values.
+    /// are dropped first, as evictions. Variants that select on other fields are replaced: the
+    /// origin changed how it selects representations. An entry with the same bytes as the one it
+    /// replaces keeps its decoded values. Making room evicts least recently used keys; what leaves
+    /// goes through ``State/depart(_:because:into:)``.
     /// - Parameter unread: no screen's caller waited for it (a prefetch's answer, or a background
     ///   revalidation's): a key that held nothing, or only answers not read yet, holds it on
     ///   probation (``LeastRecentlyUsed``) until a screen reads it.
@@ -146,11 +157,11 @@ final class ResponseStore: Sendable {
     func write(
         _ entry: StoredResponse, for key: CacheKey, replacing: StoredResponse? = nil, unread: Bool = false
     ) -> WriteResult {
-        var released = Released()
+        var removal = Removal()
         var isNew = false
         let result = state.withLock { state -> WriteResult in
             // Whether it fits was decided before (``Committer/storability(of:response:key:request:requestTime:)``).
-            assert(entry.cost <= maximumEntryCost)
+            assert(fits(entry.cost))
             let held = state.entries.peekValue(forKey: key)
             isNew = held == nil
             let existing = held?.all ?? []
@@ -160,7 +171,7 @@ final class ResponseStore: Sendable {
             let sameBytes = previous?.data == entry.data
             if sameBytes, let previous {
                 let carried = previous.decoded.keptValues
-                if entry.cost + carried.cost <= maximumEntryCost { entry.decoded = carried }
+                if fits(entry.cost + carried.cost) { entry.decoded = carried }
             }
             var variants = [entry]
             var cost = entry.totalCost
@@ -169,7 +180,7 @@ final class ResponseStore: Sendable {
             for variant in existing
             where variant !== previous && variant.selector != entry.selector && variant.selector.names == names {
                 // Most recently used first: once one does not fit, it and every older one go.
-                full = full || variants.count == maximumVariants || cost + variant.totalCost > maximumEntryCost
+                full = full || variants.count == maximumVariants || !fits(cost + variant.totalCost)
                 if full {
                     dropped += 1
                 } else {
@@ -177,49 +188,51 @@ final class ResponseStore: Sendable {
                     cost += variant.totalCost
                 }
             }
+            let kept = StoredVariants(variants)
             let onProbation = unread && (isNew || state.entries.isOnProbation(key))
             let (replaced, evicted) = state.entries.setValue(
-                StoredVariants(variants), forKey: key, cost: cost, onProbation: onProbation)
-            state.statistics.evictions += evicted.count + dropped
+                kept, forKey: key, cost: kept.totalCost, onProbation: onProbation)
             state.departures.forget(key)
-            for (key, _) in evicted { state.departures.record(key, .evicted) }
+            for (evictedKey, _) in evicted { state.depart(.key(evictedKey), because: .evicted, into: &removal) }
+            state.depart(.variants(dropped, of: key), because: .evicted, into: &removal)
             state.syncGauges()
-            if let replaced { released.append(replaced) }
-            released.append(evicted, count: evicted.count)
-            return .stored(changedBytes: !sameBytes, evicted: evicted.map(\.key))
+            if let replaced { removal.released.append(replaced) }
+            removal.released.append(evicted, count: evicted.count)
+            return .stored(changedBytes: !sameBytes, evicted: removal.departed)
         }
-        if case .stored(_, let evicted) = result {
+        if case .stored = result {
+            // One hold for the key stored and the keys that left.
             index.withLock { index in
                 if isNew { index.insert(key) }
-                index.remove(evicted)
+                index.remove(removal.keys)
             }
         }
-        released.release()
+        removal.released.release()
         return result
     }
 
-    /// Removes the variant `entry` of `key`, keeping the others. Call with the in-flight lock held.
-    /// - Returns: whether it was held.
-    func remove(_ entry: StoredResponse, for key: CacheKey) -> Bool {
-        var released = Released()
-        var keyLeft = false
-        let removed = state.withLock { state in
-            guard let variants = state.entries.peekValue(forKey: key), variants.contains(entry) else { return false }
-            let others = variants.all.filter { $0 !== entry }
-            if others.isEmpty {
-                keyLeft = true
-                state.entries.removeValue(forKey: key).map { released.append($0) }
+    /// Takes the variant `entry` out of `key`, keeping the others, as an invalidation. Call with
+    /// the in-flight lock held.
+    /// - Returns: what left, to announce and release once no lock is held; nothing when `entry`
+    ///   was not held.
+    func remove(_ entry: StoredResponse, for key: CacheKey) -> Removal {
+        var removal = Removal()
+        state.withLock { state in
+            guard let variants = state.entries.peekValue(forKey: key), variants.contains(entry) else { return }
+            if variants.all.count == 1 {
+                state.entries.removeValue(forKey: key).map { removal.released.append($0) }
+                state.depart(.key(key), because: .invalidated, into: &removal)
             } else {
-                let (replaced, _) = state.entries.setValue(
-                    StoredVariants(others), forKey: key, cost: others.reduce(0) { $0 + $1.totalCost })
-                replaced.map { released.append($0) }
+                let others = StoredVariants(variants.all.filter { $0 !== entry })
+                let (replaced, evicted) = state.entries.setValue(others, forKey: key, cost: others.totalCost)
+                // Charged less than before, nothing else makes room.
+                assert(evicted.isEmpty)
+                replaced.map { removal.released.append($0) }
+                state.depart(.variants(1, of: key), because: .invalidated, into: &removal)
             }
-            state.syncGauges()
-            return true
         }
-        if keyLeft { index.withLock { $0.remove([key]) } }
-        released.release()
-        return removed
+        unindex(removal)
+        return removal
     }
 
     /// Names `key` by each of `tags`; see ``TagIndex``.

@@ -16,10 +16,14 @@ public struct CacheStatistics: Sendable, Hashable {
     /// Responses returned to their callers but not stored because they exceed the largest entry
     /// the configuration allows.
     public var rejectedTooLarge = 0
-    /// Entries pushed out, least recently used first, to keep the byte budget or to give memory
-    /// back on a ``CachedTransport/trim(for:)``.
+    /// Entries pushed out, least recently used first, to keep the byte budget (for an answer
+    /// stored or a decoded value kept) or to give memory back on a ``CachedTransport/trim(for:)``,
+    /// and variants dropped to keep their URL within
+    /// ``CachedTransport/Configuration/Storage/maximumVariants``.
     public var evictions = 0
-    /// Entries dropped by invalidation (explicit, by endpoint, all, or by an unsafe request).
+    /// Entries dropped by invalidation (explicit, by endpoint, all, or by an unsafe request), and
+    /// variants taken out on their own: a provisional answer a failed update takes back, or an
+    /// entry a `304` says may no longer be stored.
     public var invalidations = 0
     /// Answers served from a stored entry because the fetch failed with a connectivity error
     /// (see ``CachedTransport/Configuration/Freshness/staleIfError``).

@@ -37,6 +37,12 @@ class AnyDecodedValue: @unchecked Sendable {
     /// What a decoded value is charged against the byte budget beyond its body: the box, the
     /// table slot and the decoder reference.
     static let overhead = 64
+
+    /// What a value decoded from `data` is charged against the byte budget: its body's bytes plus
+    /// ``overhead``.
+    static func charge(forDecoding data: Data) -> Int {
+        data.count + overhead
+    }
 }
 
 /// `@unchecked Sendable` is safe here for the same reason as ``AnyDecodedValue``: `value` is an immutable `let`
@@ -236,12 +242,13 @@ extension ResponseStore {
 
     /// Ends the decode of `valueKey` for `entry` that ``claimDecode(_:on:)`` granted.
     ///
-    /// A decoded value is kept as the entry's most recently used, and charged its body's byte
-    /// count plus ``AnyDecodedValue/overhead`` against the budget (evicting least recently used
-    /// entries if needed), when `entry` is still the one stored for `key` and the charge fits
-    /// within the capacity. Beyond `limit` values for the entry, its least recently used ones are
-    /// dropped and their charge returned. A failure is not kept. Only the ``Committer`` calls it,
-    /// as the one writer of what the store holds.
+    /// A decoded value is kept as the entry's most recently used, and charged
+    /// ``AnyDecodedValue/charge(forDecoding:)`` against the budget, when `entry` is still one of
+    /// the variants stored for `key` and the key's charge with it still ``fits(_:)``. Making room
+    /// for the charge evicts least recently used keys, which leave as every eviction does
+    /// (``State/depart(_:because:into:)``). Beyond `limit` values for the entry, its least
+    /// recently used ones are dropped and their charge returned. A failure is not kept. Only the
+    /// ``Committer`` calls it, as the one writer of what the store holds.
     /// - Returns: the callers that waited for this decode, to be resumed outside the lock, and the
     ///   keys evicted to make room.
     func finishDecode(
@@ -251,34 +258,33 @@ extension ResponseStore {
         with result: Result<AnyDecodedValue, any Error>,
         limit: Int
     ) -> (waiters: [CheckedContinuation<DecodeOutcome, Never>], evicted: [CacheKey]) {
-        var released = Released()
-        let finished = state.withLock {
-            state -> (waiters: [CheckedContinuation<DecodeOutcome, Never>], evicted: [CacheKey]) in
-            guard case .decoding(let waiters)? = entry.decoded[valueKey] else { return ([], []) }
-            var evictedKeys: [CacheKey] = []
+        var removal = Removal()
+        let waiters = state.withLock { state -> [CheckedContinuation<DecodeOutcome, Never>] in
+            guard case .decoding(let waiters)? = entry.decoded[valueKey] else { return [] }
             entry.decoded[valueKey] = nil
-            if limit > 0, case .success(let value) = result, state.holds(entry, for: key) {
-                let cost = entry.data.count + AnyDecodedValue.overhead
+            if limit > 0, case .success(let value) = result, let variants = state.entries.peekValue(forKey: key),
+                variants.contains(entry)
+            {
+                let cost = AnyDecodedValue.charge(forDecoding: entry.data)
                 var values = entry.decoded
                 let dropped = values.keep(value, cost: cost, for: valueKey, limit: limit)
-                let keyCost = state.entries.peekValue(forKey: key)?.totalCost ?? 0
                 // A key's variants and their values stay within the largest entry allowed.
-                if keyCost + cost - dropped.cost <= maximumEntryCost,
+                if fits(variants.totalCost + cost - dropped.cost),
                     let evicted = state.entries.addCost(cost - dropped.cost, forKey: key)
                 {
                     entry.decoded = values
-                    state.statistics.evictions += evicted.count
-                    for (key, _) in evicted { state.departures.record(key, .evicted) }
                     state.statistics.decodedEvictions += dropped.dropped
+                    for (evictedKey, _) in evicted {
+                        state.depart(.key(evictedKey), because: .evicted, into: &removal)
+                    }
                     state.syncGauges()
-                    evictedKeys = evicted.map(\.key)
-                    released.append(evicted, count: evicted.count)
+                    removal.released.append(evicted, count: evicted.count)
                 }
             }
-            return (waiters, evictedKeys)
+            return waiters
         }
-        index.withLock { $0.remove(finished.evicted) }
-        released.release()
-        return finished
+        unindex(removal)
+        removal.released.release()
+        return (waiters, removal.departed)
     }
 }
