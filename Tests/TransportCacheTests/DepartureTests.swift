@@ -14,7 +14,7 @@ struct DepartureTests {
     let marker = "https://api.example.com/marker"
 
     /// The events of `iterator` up to the invalidation of ``marker``, which the caller makes last.
-    func events(untilMarker iterator: inout AsyncStream<CacheEvent>.Iterator) async -> [CacheEvent] {
+    func events(untilMarker iterator: inout CacheEvents.AsyncIterator) async -> [CacheEvent] {
         var events: [CacheEvent] = []
         while let event = await iterator.next() {
             if case .invalidated = event.kind, event.url.absoluteString == marker { break }
