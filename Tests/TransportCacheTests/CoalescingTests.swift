@@ -103,15 +103,13 @@ struct CoalescingTests {
         let loader = echoOrigin(gated: true)
         let transport = makeTransport(loader: loader)
         let tasks = await startCallers(10, request(url), on: transport, loader: loader)
-        let clock = ContinuousClock()
-        let start = clock.now
         for task in tasks.dropLast() { task.cancel() }
+        // They return while the fetch is held at the gate, which opens only after: none waits for
+        // it (a wall-clock bound here only measured how loaded the machine was).
         for task in tasks.dropLast() {
             let error = await thrownError { try await task.value }
             #expect(error is CancellationError)
         }
-        // They returned while the fetch was still held at the gate.
-        #expect(clock.now - start < .seconds(2))
         #expect(loader.cancelledCalls == 0)
         loader.openGate()
         let (data, _) = try await tasks.last!.value
