@@ -232,12 +232,26 @@ private final class History: Sendable {
             fatalError("history with seed \(seed) did not end within \(Self.limit) seconds")
         }
         watchdog.start()
+        // A log reading every event while the calls run; cancelled once they end, it must end too
+        // and unregister.
+        let events = transport.events()
+        let listener = Task {
+            var seen = 0
+            for await _ in events { seen += 1 }
+            return seen
+        }
         await withTaskGroup(of: Void.self) { group in
             for task in 0..<Self.tasks {
                 group.addTask { await self.calls(of: task) }
             }
         }
+        listener.cancel()
+        let seen = await listener.value
         ended.signal()
+        if seen == 0 { violation("an events() listener saw no event of \(callCount) calls") }
+        if transport.store.state.withLock({ $0.isObserved }) {
+            violation("an events() listener whose task was cancelled is still registered")
+        }
         await checkAtRest()
         return state.withLock { $0.violations }
     }
