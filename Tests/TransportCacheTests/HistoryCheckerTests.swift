@@ -538,6 +538,16 @@ private final class History: Sendable {
                 "at rest, \(left.fetches) fetches, \(left.joinable) joinable keys and \(left.waiters) waiters were left after 10 seconds"
             )
         }
+        // Every request the origin was sent is one the transport counts as sent, and no other. A
+        // load cancelled as it began is over for the transport before the origin's task for it
+        // has run: wait until the origin has delivered as many answers as requests were counted.
+        let sent = transport.statistics.networkFetches
+        for _ in 0..<400 where origin.deliveredAnswers < sent {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        if sent != origin.callCount {
+            violation("at rest, the statistics count \(sent) requests sent, the origin \(origin.callCount)")
+        }
         let pending = transport.pendingUpdateKeys
         if pending > 0 { violation("at rest, optimistic updates of \(pending) keys were left pending") }
         let statistics = transport.statistics

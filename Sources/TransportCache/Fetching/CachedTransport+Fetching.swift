@@ -104,10 +104,7 @@ extension CachedTransport {
         if plan.mayTakeStoredAnswer, let stored = planner.storedAnswer(for: plan, reads: waiter?.reads ?? true) {
             return .answered(stored)
         }
-        store.record {
-            $0.networkFetches += 1
-            if waiter == nil { $0.backgroundRevalidations += 1 }
-        }
+        if waiter == nil { store.record { $0.backgroundRevalidations += 1 } }
         // A credential's refresh's own request: never prepared, and never waiting for a refresh.
         let started = machine.start(
             key: plan.key, request: plan.request, reason: plan.reason, isReload: plan.isReload,

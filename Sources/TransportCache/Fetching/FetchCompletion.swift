@@ -251,16 +251,14 @@ extension CachedTransport {
         // Coalesced on the key, but the answer cannot serve these callers' requests: they need
         // representations of their own.
         return Vary.groups(unmatched, varyingOn: vary, fields: { $0.request.allHTTPHeaderFields }).map { group in
-            store.record { $0.networkFetches += 1 }
-            return launchable(machine.restart(group, from: fetch, requestTime: planner.policy.clock.date), in: &machine)
+            launchable(machine.restart(group, from: fetch, requestTime: planner.policy.clock.date), in: &machine)
         }
     }
 
     /// The launch of the refreshes' fetch that waited behind another (see ``FetchStateMachine``),
-    /// now sent, and counted as a network fetch. Call with the in-flight lock held.
+    /// now sent. Call with the in-flight lock held.
     nonisolated func launchQueued(_ next: (id: Int, fetch: Fetch), in machine: inout FetchStateMachine) -> Launch {
-        store.record { $0.networkFetches += 1 }
-        return launchable(next, in: &machine)
+        launchable(next, in: &machine)
     }
 
     /// How long `fetch` waits before its next attempt after its current one ended with `result`,

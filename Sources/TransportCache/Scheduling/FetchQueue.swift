@@ -28,10 +28,18 @@ final class FetchQueue: Sendable {
     static let agingLimit = 8
     private let hosts = Locked(Hosts())
 
-    /// - Parameter limit: the most loads per host in flight; values below 1 count as 1.
-    init(loader: any NetworkLoading, limit: Int) {
+    /// Called as each request is handed to the loader: the one place a request counts as sent.
+    private let sending: @Sendable () -> Void
+
+    /// - Parameters:
+    ///   - limit: the most loads per host in flight; values below 1 count as 1.
+    ///   - sending: called as each request is handed to the loader (its ``begin(_:)``), a retry's,
+    ///     a resend's and a credential refresh's own included, and never for a load cancelled
+    ///     while it waited.
+    init(loader: any NetworkLoading, limit: Int, sending: @escaping @Sendable () -> Void = {}) {
         self.loader = loader
         self.limit = max(1, limit)
+        self.sending = sending
     }
 
     /// What identifies a host: loads of two URLs share a limit when these are equal.
@@ -92,6 +100,7 @@ final class FetchQueue: Sendable {
             finished(load, with: .failure(URLError(.cancelled)), sent: false)
             return
         }
+        sending()
         let inner = loader.start(load.request) { result in self.finished(load, with: result) }
         let (cancels, priority) = hosts.withLock { _ in load.started(inner) }
         if cancels { inner.cancel() } else if priority != .normal { inner.prioritize(priority) }

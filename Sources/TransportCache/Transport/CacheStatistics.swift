@@ -7,7 +7,11 @@ public struct CacheStatistics: Sendable, Hashable {
     public var requests = 0
     /// Requests answered from memory without touching the network.
     public var memoryHits = 0
-    /// Requests sent to the origin (one per coalesced group, one per pass-through request).
+    /// Requests sent to the origin: one per coalesced group and per pass-through request, and one
+    /// more for each retry, each resend after a refused credential and each request a credential's
+    /// refresh makes through the transport. Counted as each is handed to the network, so a request
+    /// that never goes out (its caller left while it waited for its turn, or it could not be
+    /// authenticated) is not counted.
     public var networkFetches = 0
     /// Requests that joined a fetch already in flight instead of starting their own.
     public var coalescedJoins = 0

@@ -158,7 +158,8 @@ public actor CachedTransport {
         )
         self.configuration = configuration
         queue = FetchQueue(
-            loader: loader, limit: configuration.network.maximumFetchesPerHost ?? connectionsPerHost)
+            loader: loader, limit: configuration.network.maximumFetchesPerHost ?? connectionsPerHost,
+            sending: { [store] in store.record { $0.networkFetches += 1 } })
         preparation = RequestPreparation(configuration, keyHeaders: keyHeaders)
         retryPolicy = configuration.network.retryPolicy
         self.inFlight = inFlight
@@ -451,7 +452,6 @@ public actor CachedTransport {
     private nonisolated(nonsending) func send(_ plan: SendPlan) async throws -> (Data, URLResponse) {
         store.record {
             $0.requests += 1
-            $0.networkFetches += 1
             if plan.reason == .requestConditions || plan.reason == .requestNoStore { $0.bypasses += 1 }
         }
         let sentAt = ContinuousClock.now
