@@ -40,6 +40,7 @@ struct HistoryCheckerTests {
         var calls = 0
         var fetches = 0
         var notModified = 0
+        var revalidations = 0
         repeat {
             let history = History(seed: seed)
             let violations = await history.run()
@@ -47,6 +48,7 @@ struct HistoryCheckerTests {
             histories += 1
             let statistics = history.transport.statistics
             notModified += statistics.notModified
+            revalidations += statistics.revalidations
             fetches += statistics.networkFetches
             if !violations.isEmpty {
                 Issue.record(
@@ -61,7 +63,7 @@ struct HistoryCheckerTests {
             seed &+= 1
         } while clock.now < deadline
         print(
-            "random histories: \(histories) histories, \(calls) calls (\(fetches) fetches, \(notModified) answered 304), "
+            "random histories: \(histories) histories, \(calls) calls (\(fetches) fetches, \(notModified) answered 304, \(revalidations) revalidations and polls), "
                 + "seeds \(first)...\(seed)")
         #expect(histories > 0)
     }
@@ -196,6 +198,9 @@ private final class History: Sendable {
             if let accounts { configuration.identity.authenticate(with: accounts) }
             if let credentials { configuration.identity.authenticate(with: credentials) }
             configuration.storage.memoryCapacity = 64 * 1024
+            // While a history's watcher runs, the resources are polled each time the clock moves
+            // on by 5 seconds: revalidations of every account's entries beside the calls.
+            configuration.stayingCurrent.refreshIntervals = [EndpointSetting(.pathPrefix("/r/"), .seconds(5))]
         }
         state.withLock { state in
             for account in Self.accounts {
@@ -240,18 +245,35 @@ private final class History: Sendable {
             for await _ in events { seen += 1 }
             return seen
         }
+        // A screen watching the resources, which keeps them polled while the calls run.
+        let changes = transport.changes(for: .pathPrefix("/r/"))
+        let watcher = Task { for await _ in changes {} }
         await withTaskGroup(of: Void.self) { group in
             for task in 0..<Self.tasks {
                 group.addTask { await self.calls(of: task) }
             }
         }
+        watcher.cancel()
+        await watcher.value
         listener.cancel()
         let seen = await listener.value
         ended.signal()
-        if seen == 0 { violation("an events() listener saw no event of \(callCount) calls") }
+        // A history whose every call failed before it was planned (its accounts signed out) has
+        // nothing to report.
+        let planned = transport.statistics.requests
+        if seen == 0, planned > 0 { violation("an events() listener saw no event of \(planned) requests") }
         if transport.store.state.withLock({ $0.isObserved }) {
             violation("an events() listener whose task was cancelled is still registered")
         }
+        // The last watcher gone, nothing is polled any more, and nothing waits on the clock.
+        for _ in 0..<400 where transport.poller.polledEndpoints > 0 || clock.sleepers > 0 {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        if transport.poller.polledEndpoints > 0 {
+            violation(
+                "at rest, \(transport.poller.polledEndpoints) endpoints were still polled after their watcher ended")
+        }
+        if clock.sleepers > 0 { violation("at rest, \(clock.sleepers) waits on the clock were left") }
         await checkAtRest()
         return state.withLock { $0.violations }
     }
