@@ -9,7 +9,8 @@ import TransportCacheTesting
 /// Seeded random histories: many tasks make random calls on one transport at once (reads, values,
 /// prefetches, refreshes, invalidations of every kind, writes, optimistic updates that succeed and
 /// fail, sign-outs and sign-ins, token expiry, revalidations, a clock that moves) against an origin
-/// in memory that delays, fails, answers `304` and `401`, and rotates tokens. Odd seeds sign two
+/// in memory that delays, fails, answers `304` and `401`, and rotates tokens, while a watcher keeps
+/// the resources polled on that clock and a log reads every event. Odd seeds sign two
 /// accounts in at once (`Accounts`, each request naming its own); even seeds keep one current
 /// credential whose partition is its account (`Credentials`), switched and signed out while the
 /// calls run. Every answer, and the transport at rest, is checked against the promises the
@@ -21,8 +22,10 @@ import TransportCacheTesting
 ///   account that was current at some moment of the call, or of nobody while none was);
 /// - no answer is older than an invalidation that returned before its call began;
 /// - nothing of an account signed out is answered until it signs in again;
-/// - at rest, no fetch, waiter or pending optimistic update is left, and the memory held is
-///   within its budget.
+/// - at rest, no fetch, waiter or pending optimistic update is left, nothing is polled or waits on
+///   the clock, the event log and the watcher have ended and unregistered, the requests the
+///   statistics count as sent are those the origin received, and the memory held is within its
+///   budget.
 ///
 /// `HISTORY_SECONDS` sets how long the histories run (8 seconds by default), `HISTORY_SEED` the
 /// first seed; a failing history prints the seed that repeats its choice of calls.
