@@ -137,8 +137,8 @@ def rows(results, instructions=None):
                     f"{per_hit / per_lookup:.1f}×", "within 3×", per_hit <= 3 * per_lookup, per_hit / (3 * per_lookup)))
         if per_listened_hit:
             out.append(("Instructions per hit with one events() listener", f"{per_listened_hit:,}",
-                        f"hit without a listener {per_hit:,}", f"{per_listened_hit / per_hit:.1f}×",
-                        "— (the cost of listening)", None, None))
+                        f"hit without a listener {per_hit:,}", f"{per_listened_hit / per_hit:.2f}×",
+                        "within 2×", per_listened_hit <= 2 * per_hit, per_listened_hit / (2 * per_hit)))
     listened = seconds(results, "Hit: CachedTransport.data(for:) with one events() listener")
     if hit and listened:
         out.append(("Hit with one events() listener", fmt_time(listened), f"hit without a listener {fmt_time(hit)}",

@@ -71,6 +71,8 @@ struct StayingCurrentEndToEndTests {
             #expect(answered == 100)
             #expect(await origin.hits(path) == 3)
             #expect(transport.statistics.retries == 2)
+            // Each attempt that reached the origin is counted as a request sent.
+            #expect(transport.statistics.networkFetches == 3)
             #expect(transport.statistics.coalescedJoins == 99)
             #expect(transport.statistics.stores == 1)
             // Stored: the next caller is answered from memory.

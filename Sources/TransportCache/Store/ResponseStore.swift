@@ -33,7 +33,13 @@ final class ResponseStore: Sendable {
 
         /// Whether `entry` is still one of the variants stored for `key`.
         func holds(_ entry: StoredResponse, for key: CacheKey) -> Bool {
-            entries.peekValue(forKey: key)?.contains(entry) ?? false
+            variants(holding: entry, for: key) != nil
+        }
+
+        /// The variants stored for `key`, when `entry` is still one of them.
+        func variants(holding entry: StoredResponse, for key: CacheKey) -> StoredVariants? {
+            guard let variants = entries.peekValue(forKey: key), variants.contains(entry) else { return nil }
+            return variants
         }
     }
 
@@ -218,7 +224,7 @@ final class ResponseStore: Sendable {
     func remove(_ entry: StoredResponse, for key: CacheKey) -> Removal {
         var removal = Removal()
         state.withLock { state in
-            guard let variants = state.entries.peekValue(forKey: key), variants.contains(entry) else { return }
+            guard let variants = state.variants(holding: entry, for: key) else { return }
             if variants.all.count == 1 {
                 state.entries.removeValue(forKey: key).map { removal.released.append($0) }
                 state.depart(.key(key), because: .invalidated, into: &removal)

@@ -262,9 +262,7 @@ extension ResponseStore {
         let waiters = state.withLock { state -> [CheckedContinuation<DecodeOutcome, Never>] in
             guard case .decoding(let waiters)? = entry.decoded[valueKey] else { return [] }
             entry.decoded[valueKey] = nil
-            if limit > 0, case .success(let value) = result, let variants = state.entries.peekValue(forKey: key),
-                variants.contains(entry)
-            {
+            if limit > 0, case .success(let value) = result, let variants = state.variants(holding: entry, for: key) {
                 let cost = AnyDecodedValue.charge(forDecoding: entry.data)
                 var values = entry.decoded
                 let dropped = values.keep(value, cost: cost, for: valueKey, limit: limit)
