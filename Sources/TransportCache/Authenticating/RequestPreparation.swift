@@ -96,7 +96,8 @@ final class RequestPreparation: Sendable {
     /// - Throws: an adapter's error; ``AuthenticationError/Code/partitionUnavailable``.
     func keyed(_ request: URLRequest) throws -> KeyedRequest {
         var fields = fields(of: request)
-        return try keyedLazily(request, fields: &fields).materialized
+        let key = try keyedLazily(request, fields: &fields)
+        return KeyedRequest(request: key.adapted ?? request, account: key.account, headers: key.headers).materialized
     }
 
     /// The fields of `request` as ``keyedLazily(_:fields:)`` reads them.
@@ -108,14 +109,14 @@ final class RequestPreparation: Sendable {
     /// Whether each request names its account (``Accounts``), read with its fields.
     var readsAccount: Bool { directory != nil }
 
-    /// `request`, whose fields are `fields` (``fields(of:)``), as ``keyed(_:)`` makes it, but for
-    /// the keyed headers, whose values are carried beside it (``KeyedRequest/headers``) rather than
-    /// set on it: a hit puts them in the key only, and a request that is kept or sent is made with
-    /// them (``KeyedRequest/materialized``). A keyed adapter that changes the request reads its
-    /// fields again into `fields`.
+    /// How ``keyed(_:)`` keys `request`, whose fields are `fields` (``fields(of:)``), but for the
+    /// keyed headers, whose values are carried beside it (``LazyKey/headers``) rather than set on
+    /// it: a hit puts them in the key only, and a request that is kept or sent is made with them
+    /// (``KeyedRequest/materialized``). The request is not copied unless a keyed adapter changes
+    /// it (``LazyKey/adapted``); then its fields are read again into `fields`.
     @inline(__always)
-    func keyedLazily(_ request: URLRequest, fields: inout RequestFields) throws -> KeyedRequest {
-        if Self.isInsideRefresh { return KeyedRequest(request: request, account: nil) }
+    func keyedLazily(_ request: URLRequest, fields: inout RequestFields) throws -> LazyKey {
+        if Self.isInsideRefresh { return LazyKey(adapted: nil, account: nil, headers: nil) }
         guard keyedAdapters.isEmpty else { return try keyed(adapting: request, fields: &fields) }
         let account: AccountIdentity?
         if let keyAccount {
@@ -125,7 +126,7 @@ final class RequestPreparation: Sendable {
         } else {
             account = nil
         }
-        return KeyedRequest(request: request, account: account, headers: try headers(of: request, for: account))
+        return LazyKey(adapted: nil, account: account, headers: try headers(of: request, for: account))
     }
 
     /// `request` keyed for `account`, the one a call began with, whatever is current now: what an
@@ -150,12 +151,12 @@ final class RequestPreparation: Sendable {
     }
 
     @inline(never)
-    private func keyed(adapting request: URLRequest, fields: inout RequestFields) throws -> KeyedRequest {
+    private func keyed(adapting request: URLRequest, fields: inout RequestFields) throws -> LazyKey {
         var request = request
         for adapt in keyedAdapters { try adapt(&request) }
         fields = self.fields(of: request)
         let owner = try accountSource.flatMap { try account(of: request, fields: fields, in: $0) }
-        return KeyedRequest(request: request, account: owner, headers: try headers(of: request, for: owner))
+        return LazyKey(adapted: request, account: owner, headers: try headers(of: request, for: owner))
     }
 
     /// The values the keyed headers give `request`, for `account`; nil without keyed headers.
@@ -254,13 +255,23 @@ final class RequestPreparation: Sendable {
     }
 }
 
+/// How a request is keyed (``RequestPreparation/keyedLazily(_:fields:)``), held beside the request
+/// rather than with a copy of it: a hit copies no request.
+struct LazyKey {
+    /// The request a keyed adapter made of it; nil when no keyed adapter ran.
+    let adapted: URLRequest?
+    let account: AccountIdentity?
+    /// The values of the keyed headers, not yet set on the request; nil without keyed headers.
+    let headers: KeyedHeaders?
+}
+
 /// A request as every call keys it (``RequestPreparation/keyed(_:)``), with the account its key
 /// holds.
 struct KeyedRequest {
     var request: URLRequest
     var account: AccountIdentity?
-    /// The values of the keyed headers, not yet set on ``request``
-    /// (``RequestPreparation/keyedLazily(_:fields:)``); nil once set, or without keyed headers.
+    /// The values of the keyed headers, not yet set on ``request`` (``LazyKey/headers``); nil once
+    /// set, or without keyed headers.
     var headers: KeyedHeaders?
 
     init(request: URLRequest, account: AccountIdentity?, headers: KeyedHeaders? = nil) {

@@ -231,9 +231,19 @@ public actor CachedTransport {
         guard let preparation else { return try await answer(try planner.plan(request), to: request, headers: nil) }
         // Its fields are read once, for the account, the key and the directives together.
         var fields = preparation.fields(of: request)
-        let keyed = try preparation.keyedLazily(request, fields: &fields)
-        let plan = try planner.plan(keyed.request, fields: fields, account: keyed.account, headers: keyed.headers)
-        return try await answer(plan, to: keyed.request, headers: keyed.headers)
+        let key = try preparation.keyedLazily(request, fields: &fields)
+        if let adapted = key.adapted { return try await answer(adapted, fields: fields, key: key) }
+        let plan = try planner.plan(request, fields: fields, account: key.account, headers: key.headers)
+        return try await answer(plan, to: request, headers: key.headers)
+    }
+
+    /// ``data(for:)`` of `request`, as a keyed adapter made it, whose fields are `fields`.
+    @inline(never)
+    private nonisolated(nonsending) func answer(_ request: URLRequest, fields: RequestFields, key: LazyKey)
+        async throws -> (Data, URLResponse)
+    {
+        let plan = try planner.plan(request, fields: fields, account: key.account, headers: key.headers)
+        return try await answer(plan, to: request, headers: key.headers)
     }
 
     /// Carries out `plan`, made for `request` as every call keys it, its keyed headers' values
