@@ -17,7 +17,10 @@ let package = Package(
         .target(name: "TransportCache"),
         .target(name: "TransportCacheTesting", dependencies: ["TransportCache"]),
         .target(name: "TransportCacheQueries", dependencies: ["TransportCache"]),
-        .testTarget(name: "TransportCacheTests", dependencies: ["TransportCache", "TransportCacheTesting"]),
+        // The queries too: the random histories run screens' queries beside every other call.
+        .testTarget(
+            name: "TransportCacheTests",
+            dependencies: ["TransportCache", "TransportCacheTesting", "TransportCacheQueries"]),
         .testTarget(
             name: "TransportCacheQueriesTests",
             dependencies: ["TransportCacheQueries", "TransportCache", "TransportCacheTesting"]),

@@ -4,11 +4,12 @@ import FoundationNetworking
 #endif
 import Testing
 @testable import TransportCache
+import TransportCacheQueries
 import TransportCacheTesting
 
 /// Seeded random histories: many tasks make random calls on one transport at once (reads, values,
 /// prefetches, refreshes, invalidations of every kind, writes, optimistic updates that succeed and
-/// fail, sign-outs and sign-ins, token expiry, revalidations, a clock that moves) against an origin
+/// fail, screens' queries, sign-outs and sign-ins, token expiry, revalidations, a clock that moves) against an origin
 /// in memory that delays, fails, answers `304` and `401`, and rotates tokens, while a watcher keeps
 /// the resources polled on that clock and a log reads every event. Odd seeds sign two
 /// accounts in at once (`Accounts`, each request naming its own); even seeds keep one current
@@ -41,6 +42,7 @@ struct HistoryCheckerTests {
         let deadline = clock.now + .seconds(seconds)
         var histories = 0
         var calls = 0
+        var queries = 0
         var fetches = 0
         var notModified = 0
         var revalidations = 0
@@ -48,6 +50,7 @@ struct HistoryCheckerTests {
             let history = History(seed: seed)
             let violations = await history.run()
             calls += history.callCount
+            queries += history.queriesShown
             histories += 1
             let statistics = history.transport.statistics
             notModified += statistics.notModified
@@ -66,8 +69,8 @@ struct HistoryCheckerTests {
             seed &+= 1
         } while clock.now < deadline
         print(
-            "random histories: \(histories) histories, \(calls) calls (\(fetches) fetches, \(notModified) answered 304, \(revalidations) revalidations and polls), "
-                + "seeds \(first)...\(seed)")
+            "random histories: \(histories) histories, \(calls) calls (\(fetches) fetches, \(notModified) answered 304, \(revalidations) revalidations and polls, "
+                + "\(queries) queries that showed a value), seeds \(first)...\(seed)")
         #expect(histories > 0)
     }
 }
@@ -143,6 +146,8 @@ private final class History: Sendable {
         var violations: [String] = []
         var log: [String] = []
         var calls = 0
+        /// How many screens' queries showed a value.
+        var queriesShown = 0
     }
 
     init(seed: UInt64) {
@@ -216,6 +221,7 @@ private final class History: Sendable {
 
     var log: [String] { state.withLock { $0.log } }
     var callCount: Int { state.withLock { $0.calls } }
+    var queriesShown: Int { state.withLock { $0.queriesShown } }
 
     /// How long a history may take: a few hundred milliseconds is usual, under a sanitizer too.
     static let limit: TimeInterval = 60
@@ -419,10 +425,30 @@ private final class History: Sendable {
         case 90..<93:
             _ = tick("revalidateAll")
             _ = await transport.revalidateAll()
+        case 93..<96:
+            let refreshing = Bool.random(using: &generator)
+            let call = refreshing ? "query and refresh" : "query"
+            let began = tick("\(call) \(account) r\(resource)")
+            let body = await query(request, refreshing: refreshing)
+            if body != nil { state.withLock { $0.queriesShown += 1 } }
+            check(body, account: account, resource: resource, began: began, call: call)
         default:
-            _ = tick("clock +\(choice - 90) s")
-            clock.advance(by: .seconds(choice - 90))
+            _ = tick("clock +\(choice - 93) s")
+            clock.advance(by: .seconds(choice - 93))
         }
+    }
+
+    /// A screen's query of `request`: its first answer (from memory, or its fetch's), then, when
+    /// `refreshing`, a pull-to-refresh's; then it is stopped, as a screen that goes away. Returns
+    /// the value it showed last, which changes it followed meanwhile may have brought.
+    @MainActor
+    private func query(_ request: URLRequest, refreshing: Bool) async -> Body? {
+        let query = CachedQuery(Body.self, for: request, in: transport)
+        await query.waitForFetches()
+        if refreshing { await query.refresh() }
+        let shown = query.value
+        query.stop()
+        return shown
     }
 
     /// Makes `account`'s new token the current credential, or signs the current account out (nil).
