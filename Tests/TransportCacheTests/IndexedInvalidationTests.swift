@@ -332,6 +332,77 @@ struct IndexedInvalidationTests {
         #expect(transport.statistics.memoryHits == 1)
     }
 
+    @Test("a fetch's completion or a join waits for one step of a large invalidation, not for all of it")
+    func inFlightLockBetweenSteps() async throws {
+        let count = ResponseStore.stepSize * 2_000
+        let urls = (0..<count).map { "https://api.example.com/items/\($0)" }
+        let transport = try transport(holding: urls)
+        let inFlight = await transport.inFlight
+        let held: @Sendable () -> Int = { transport.store.state.withLock { $0.entries.count } }
+        let ended = Locked(false)
+        let observed = DispatchSemaphore(value: 0)
+        let letIn = Locked(0)
+        // On a thread of its own, as the invalidation, so that a busy pool of tasks cannot delay
+        // it: once entries leave, the removal is under way, and the in-flight lock, which a join
+        // and a fetch's completion take, is let in before it ends, while entries are still held.
+        Thread.detachNewThread {
+            while held() == count { usleep(20) }
+            while !ended.withLock({ $0 }) {
+                if inFlight.withLock({ _ in held() }) > 0 { letIn.withLock { $0 += 1 } }
+            }
+            observed.signal()
+        }
+        transport.invalidate(.host("api.example.com"))
+        ended.withLock { $0 = true }
+        observed.wait()
+        let letInWhileHeld = letIn.withLock { $0 }
+        #expect(letInWhileHeld > 0)
+        #expect(transport.statistics.entries == 0)
+        #expect(transport.statistics.invalidations == count)
+        #expect(indexAgrees(transport))
+    }
+
+    @Test(
+        "an optimistic update that begins during an invalidation and fails brings back nothing the invalidation dropped"
+    )
+    func updateDuringInvalidation() async throws {
+        let count = ResponseStore.stepSize * 2_000
+        let urls = (0..<count).map { "https://api.example.com/items/\($0)" }
+        let transport = try transport(holding: urls)
+        let ended = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            transport.invalidate(.host("api.example.com"))
+            ended.signal()
+        }
+        while transport.statistics.entries == count { await Task.yield() }
+        // Updates of keys the removal has not reached yet, most of them: each begins over the
+        // entry held, and fails once the invalidation has returned.
+        let written = Gate()
+        let updates = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for url in urls.suffix(64) {
+                    group.addTask {
+                        _ = try? await transport.optimisticUpdate(
+                            [ProvisionalAnswer(for: request(url), data: Data("provisional".utf8))],
+                            write: { () async throws -> Int in
+                                try await written.wait()
+                                throw URLError(.badServerResponse)
+                            })
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        while transport.pendingUpdateKeys < 64 { await Task.yield() }
+        ended.wait()
+        written.open()
+        try await updates.value
+        // Rolled back, none of them restores what was held before the invalidation.
+        #expect(transport.statistics.entries == 0)
+        #expect(transport.pendingUpdateKeys == 0)
+        #expect(indexAgrees(transport))
+    }
+
     /// Whether the transport plans to answer `url` from memory: the synchronous part of a hit.
     private static func isMemoryAnswer(_ planner: RequestPlanner, _ url: String) throws -> Bool {
         if case .memory = try planner.plan(request(url)) { return true }

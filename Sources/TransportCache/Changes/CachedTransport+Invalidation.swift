@@ -16,7 +16,7 @@ extension CachedTransport {
     public nonisolated func invalidate(_ request: URLRequest) {
         guard let keyed = try? keyed(request), let key = planner.storedKey(of: keyed.request, account: keyed.account)
         else { return }
-        committer.remove(.invalidation(.keys([key])))
+        committer.invalidate(.keys([key]))
     }
 
     /// Drops every stored entry whose URL belongs to `endpoint`, for every method and identity,
@@ -30,7 +30,7 @@ extension CachedTransport {
     ///   O(h) in the hosts held for a prefix on every host); O(n) in the stored entries for a
     ///   predicate, asked without holding the lock a hit takes.
     public nonisolated func invalidate(_ endpoint: Endpoint) {
-        committer.remove(.invalidation(.endpoint(endpoint), endpoint: endpoint))
+        committer.invalidate(.endpoint(endpoint), endpoint: endpoint)
     }
 
     /// Drops every stored entry whose request was given `tag` (``data(for:tags:)``), across URLs,
@@ -41,7 +41,7 @@ extension CachedTransport {
     /// - Complexity: O(k) in the entries the tag names, whatever else is stored.
     @discardableResult
     public nonisolated func invalidate(tag: String) -> Int {
-        committer.remove(.invalidation(.tag(tag))).keys.count
+        committer.invalidate(.tag(tag)).keys.count
     }
 
     /// Drops every stored entry, and announces ``CacheChange/cleared`` (nothing when the store was
@@ -73,7 +73,7 @@ extension CachedTransport {
             else { continue }
             targets.insert(normalized)
         }
-        committer.remove(.invalidation(.urls(targets), sparingPendingUpdates: true))
+        committer.invalidate(.urls(targets), sparingPendingUpdates: true)
     }
 
     /// Gives memory back when the system is short of it, as `NSCache` and `URLCache` do.

@@ -25,6 +25,10 @@ final class Committer: Sendable {
     private let cacheOverride: CacheOverride?
     /// The optimistic updates pending, by key. Read and written with the in-flight lock held.
     let optimistic = Locked(OptimisticLayers())
+    /// Held through each invalidation, so that they run one at a time: an invalidation takes its
+    /// keys out of the store's index before it removes them in steps, and one that began meanwhile
+    /// would not find them. Only invalidations wait for it; it comes before the in-flight lock.
+    private let invalidations = Locked(())
 
     init(
         store: ResponseStore,
@@ -388,12 +392,9 @@ final class Committer: Sendable {
     /// or a decoded value kept (``ResponseStore/finishDecode(_:on:for:with:limit:)``); every other
     /// removal is one of these. Whichever it is, what leaves is kept account of in one place
     /// (``ResponseStore/State/depart(_:because:into:)``).
+    /// An invalidation (``invalidate(_:endpoint:sparingPendingUpdates:)``) is removed in steps
+    /// instead.
     enum Removing {
-        /// An invalidation of the keys `selection` names: a request's, an endpoint's, a tag's, or
-        /// an unsafe request's targets (`endpoint` names the endpoint invalidated, for the
-        /// announcement). With `sparingPendingUpdates`, the keys with optimistic updates pending
-        /// stay as they are: the update settles them itself.
-        case invalidation(ResponseStore.KeySelection, endpoint: Endpoint? = nil, sparingPendingUpdates: Bool = false)
         /// Every key (``CachedTransport/invalidateAll()``).
         case everything
         /// Every key of a partition signed out.
@@ -430,13 +431,89 @@ final class Committer: Sendable {
         return departure
     }
 
-    /// The one path by which entries leave on purpose: takes them out of the store through its
-    /// indexes (what it costs is what it removes, except a sign-out or a trim, which read every
-    /// key a batch at a time under the lock a hit takes), where they leave as every departure does
-    /// (``ResponseStore/State/depart(_:because:into:)``), and keeps the transport's side of their
-    /// departure:
-    /// - fetches in flight of those keys no longer store or are joined (an invalidation), or are
-    ///   taken out with their callers (a sign-out); a trim leaves them, since it is about memory;
+    /// Invalidates the keys `selection` names: a request's, an endpoint's, a tag's, or an unsafe
+    /// request's targets (`endpoint` names the endpoint invalidated, for the announcement). With
+    /// `sparingPendingUpdates`, the keys with optimistic updates pending stay as they are: the
+    /// update settles them itself. Releases what left after every lock, and publishes what it
+    /// announced.
+    ///
+    /// It runs in steps, so that however many keys it drops, a join, a fetch's completion and a
+    /// hit wait for one short step at most:
+    /// 1. under the in-flight lock, the fetches in flight of those keys stop storing and being
+    ///    joined, what their pending updates would roll back to is forgotten, and the keys leave
+    ///    the store's index;
+    /// 2. their entries are removed a few at a time (``ResponseStore/removeTaken(_:within:)``);
+    ///    a fetch that begins meanwhile is sent after the invalidation began, and what it stores
+    ///    stays unless a later step removes it;
+    /// 3. under the in-flight lock, what left is reported and announced (see ``remove(_:in:)``).
+    ///
+    /// Invalidations run one at a time.
+    @discardableResult
+    func invalidate(
+        _ selection: ResponseStore.KeySelection, endpoint: Endpoint? = nil, sparingPendingUpdates: Bool = false
+    ) -> Departure {
+        var departure = invalidations.withLock { _ -> Departure in
+            var departure = Departure()
+            let begun = inFlight.withLock { machine in
+                beginInvalidation(selection, sparingPendingUpdates: sparingPendingUpdates, in: &machine)
+            }
+            guard let taken = begun else { return departure }
+            let (removal, uncounted) = store.removeTaken(taken, within: inFlight)
+            (departure.keys, departure.released) = (removal.keys, removal.released)
+            inFlight.withLock { _ in
+                store.index.withLock { $0.forgetTaken(uncounted) }
+                reporter.invalidated(departure.keys)
+                announce(departure.keys, cleared: false, endpoint: endpoint)
+            }
+            return departure
+        }
+        let released = departure.released
+        departure.released = Released()
+        released.release()
+        publishQueuedChanges()
+        return departure
+    }
+
+    /// An invalidation's first step (``invalidate(_:endpoint:sparingPendingUpdates:)``), under the
+    /// in-flight lock.
+    /// - Returns: the keys taken out of the index; nil when a tag names nothing.
+    private func beginInvalidation(
+        _ selection: ResponseStore.KeySelection, sparingPendingUpdates: Bool, in machine: inout FetchStateMachine
+    ) -> ResponseStore.TakenKeys? {
+        var selection = selection
+        if case .tag(let tag) = selection {
+            let keys = store.keys(taggedWith: tag)
+            guard !keys.isEmpty else { return nil }
+            selection = .keys(keys)
+        }
+        let spared = sparingPendingUpdates ? optimistic.withLock { $0.pendingKeys } : []
+        func matches(_ key: CacheKey) -> Bool { selection.selects(key) && !spared.contains(key) }
+        machine.detach(where: matches)
+        // What an invalidation drops, no rollback brings back: the updates pending now forget
+        // what they would roll back to, and one that begins later rolls back only over its own
+        // provisional entry, which a later step may have removed.
+        optimistic.withLock { $0.forget(where: matches) }
+        return store.take(selection, sparing: spared)
+    }
+
+    /// Queues the announcement of what left: everything, or the URLs of `keys`.
+    private func announce(_ keys: [CacheKey], cleared: Bool, endpoint: Endpoint?) {
+        if cleared {
+            broadcaster.enqueue(.cleared)
+        } else if broadcaster.count > 0, !keys.isEmpty {
+            // Naming every URL removed costs a URL each: only when someone listens.
+            broadcaster.enqueue(.invalidated(urls: Self.urls(of: keys.map(\.url)), endpoint: endpoint))
+        }
+    }
+
+    /// The path by which entries leave on purpose, but for an invalidation, which runs in steps
+    /// (``invalidate(_:endpoint:sparingPendingUpdates:)``) and keeps their departure the same way:
+    /// takes them out of the store (what it costs is what it removes, except a sign-out or a
+    /// trim, which read every key a batch at a time under the lock a hit takes), where they leave
+    /// as every departure does (``ResponseStore/State/depart(_:because:into:)``), and keeps the
+    /// transport's side of their departure:
+    /// - fetches in flight of those keys no longer store or are joined (everything), or are taken
+    ///   out with their callers (a sign-out); a trim leaves them, since it is about memory;
     /// - what pending optimistic updates would roll back to is forgotten, and a sign-out noted;
     /// - the transport's events report them (invalidated or, for a trim, evicted);
     /// - exactly what left is announced, once the caller publishes: the URLs removed
@@ -449,22 +526,7 @@ final class Committer: Sendable {
     func remove(_ removing: Removing, in machine: inout FetchStateMachine) -> Departure {
         var departure = Departure()
         var cleared = false
-        var endpoint: Endpoint?
         switch removing {
-        case .invalidation(var selection, let named, let sparingPendingUpdates):
-            endpoint = named
-            if case .tag(let tag) = selection {
-                let keys = store.keys(taggedWith: tag)
-                guard !keys.isEmpty else { return departure }
-                selection = .keys(keys)
-            }
-            let spared = sparingPendingUpdates ? optimistic.withLock { $0.pendingKeys } : []
-            func matches(_ key: CacheKey) -> Bool { selection.selects(key) && !spared.contains(key) }
-            machine.detach(where: matches)
-            let removal = store.removeKeys(selection, sparing: spared)
-            // What an invalidation dropped, no rollback brings back.
-            optimistic.withLock { $0.forget(where: matches) }
-            (departure.keys, departure.released) = (removal.keys, removal.released)
         case .everything:
             machine.detach(where: { _ in true })
             let (emptied, removal) = store.removeEverything(because: .invalidated)
@@ -480,7 +542,8 @@ final class Committer: Sendable {
             func belongs(_ key: CacheKey) -> Bool { key.partition == partition }
             departure.abandoned = machine.abandon(where: belongs)
             let held = store.copyHeld { key, _ in belongs(key) ? key : nil }
-            let removal = store.removeKeys(.keys(Set(held)), sparing: [])
+            let removal = store.removeHeld(held, because: .invalidated)
+            store.unindex(removal)
             for key in removal.keys { store.forgetDeparture(of: key) }
             store.pruneTags(keeping: machine.keysInFlight)
             optimistic.withLock { layers in
@@ -498,12 +561,7 @@ final class Committer: Sendable {
             (departure.keys, departure.released) = (removal.departed, removal.released)
         }
         if case .pressure = removing {} else { reporter.invalidated(departure.keys) }
-        if cleared {
-            broadcaster.enqueue(.cleared)
-        } else if broadcaster.count > 0, !departure.keys.isEmpty {
-            // Naming every URL removed costs a URL each: only when someone listens.
-            broadcaster.enqueue(.invalidated(urls: Self.urls(of: departure.keys.map(\.url)), endpoint: endpoint))
-        }
+        announce(departure.keys, cleared: cleared, endpoint: nil)
         return departure
     }
 

@@ -75,37 +75,84 @@ extension ResponseStore {
         index.withLock { $0.remove(removal.keys) }
     }
 
-    /// Removes the held keys `selection` names, except `spared`, finding them through the index,
-    /// and counts them as invalidated. Call with the in-flight lock held.
-    /// - Complexity: O(k) in the keys removed (reading each key's host and path segments for
-    ///   ``KeySelection/keys``), plus O(s) per URL or prefix segment named; for a predicate
-    ///   endpoint, O(n) in the keys held, each asked outside the lock a hit takes. The lock a hit
-    ///   takes is held in short holds (``inShortHolds(_:)``).
-    func removeKeys(_ selection: KeySelection, sparing spared: Set<CacheKey>) -> Removal {
-        switch selection {
-        case .keys(let keys):
-            let removal = removeHeld(spared.isEmpty ? keys : keys.subtracting(spared), because: .invalidated)
-            unindex(removal)
-            return removal
-        case .tag(let tag):
-            return removeKeys(.keys(keys(taggedWith: tag)), sparing: spared)
-        case .urls(let urls):
-            return removeFound(index.withLock { index in urls.flatMap { index.removeURL($0) } }, sparing: spared)
-        case .endpoint(let endpoint):
-            return removeFound(index.withLock { $0.remove(endpoint) }, sparing: spared)
+    /// Keys an invalidation in steps took out of the index (``take(_:sparing:)``), to remove
+    /// with ``removeTaken(_:within:)``.
+    struct TakenKeys: Sendable {
+        let index: URLIndex.Taken
+        let spared: Set<CacheKey>
+        /// ``URLIndex/insertions`` when they were taken.
+        let insertions: UInt64
+    }
+
+    /// Takes the keys `selection` names out of the index, but `spared`, leaving them held: the
+    /// first step of an invalidation in steps, whose keys no other invalidation finds from now
+    /// on. A host or a path prefix is taken in one step, whatever it holds. Call with the
+    /// in-flight lock held.
+    func take(_ selection: KeySelection, sparing spared: Set<CacheKey>) -> TakenKeys {
+        // Spared keys are few (those with updates pending): the held ones stay in the index.
+        let keptHeld = spared.filter { key in
+            selection.selects(key) && state.withLock { $0.entries.peekValue(forKey: key) != nil }
+        }
+        return index.withLock { index in
+            let taken: URLIndex.Taken
+            switch selection {
+            case .keys(let keys):
+                let doomed = spared.isEmpty ? keys : keys.subtracting(spared)
+                index.remove(doomed)
+                taken = URLIndex.Taken(listed: Array(doomed))
+            case .tag:
+                // Read into keys before (``keys(taggedWith:)``).
+                taken = URLIndex.Taken()
+            case .urls(let urls):
+                taken = URLIndex.Taken(listed: urls.flatMap { index.removeURL($0) })
+            case .endpoint(let endpoint):
+                taken = index.take(endpoint)
+            }
+            for key in keptHeld { index.insert(key) }
+            return TakenKeys(index: taken, spared: spared, insertions: index.insertions)
         }
     }
 
-    /// Removes the keys `found` (already out of the index) but the spared ones, which go back
-    /// into the index.
-    private func removeFound(_ found: [CacheKey], sparing spared: Set<CacheKey>) -> Removal {
-        var doomed: [CacheKey] = []
-        var kept: [CacheKey] = []
-        for key in found {
-            if spared.contains(key) { kept.append(key) } else { doomed.append(key) }
+    /// Removes the keys `taken` holds, a few at a time: each step under `outer` (the in-flight
+    /// lock) and the lock a hit takes, for at most ``holdLimit``, and those waiting for either
+    /// are let in between steps, so that a join, a fetch's completion and a hit wait for one step
+    /// at most, never for the whole removal. Their keys are listed first, under no lock. A key
+    /// written again meanwhile is removed with what it holds then, and leaves the index again.
+    /// Call with no lock held.
+    /// - Returns: what left, and how many of the keys the index still counts.
+    func removeTaken<Outer>(_ taken: TakenKeys, within outer: Locked<Outer>) -> (removal: Removal, uncounted: Int) {
+        var removal = Removal()
+        var (keys, uncounted) = taken.index.list()
+        if !taken.spared.isEmpty { keys.removeAll { taken.spared.contains($0) } }
+        guard !keys.isEmpty else { return (removal, uncounted) }
+        var values: [StoredVariants] = []
+        var start = 0
+        while start < keys.count {
+            if start > 0 {
+                outer.handOverToWaiters(forAtMost: Self.handOverLimit)
+                state.handOverToWaiters(forAtMost: Self.handOverLimit)
+            }
+            outer.withLock { _ in
+                let first = removal.keys.count
+                state.withLock { state in
+                    let deadline = DispatchTime.now().uptimeNanoseconds + Self.holdLimit
+                    repeat {
+                        for key in keys[start..<min(start + Self.stepSize, keys.count)] {
+                            guard let value = state.entries.removeValue(forKey: key) else { continue }
+                            values.append(value)
+                            state.depart(.key(key), because: .invalidated, into: &removal)
+                        }
+                        start += Self.stepSize
+                    } while start < keys.count && DispatchTime.now().uptimeNanoseconds < deadline
+                }
+                // A key added to the index since the take may be one just removed.
+                index.withLock { index in
+                    if index.insertions != taken.insertions { index.remove(removal.keys[first...]) }
+                }
+            }
         }
-        if !kept.isEmpty { index.withLock { index in for key in kept { index.insert(key) } } }
-        return removeHeld(doomed, because: .invalidated)
+        removal.released.append(values, count: values.count)
+        return (removal, uncounted)
     }
 
     /// Removes those of `keys` that are held, in short holds of the lock a hit takes, leaving the

@@ -136,7 +136,7 @@ struct URLIndex: Sendable {
 
     /// The keys at one path: most paths hold one key; paths that differ only in their query, method or
     /// identity share a node, by URL, so that one URL among many is still a lookup.
-    private enum Keys: Sendable {
+    fileprivate enum Keys: Sendable {
         case one(CacheKey)
         case byURL([String: [CacheKey]])
 
@@ -155,7 +155,7 @@ struct URLIndex: Sendable {
         }
     }
 
-    private struct Node: Sendable {
+    fileprivate struct Node: Sendable {
         var children: [String: Node] = [:]
         var keys: Keys?
 
@@ -296,6 +296,9 @@ struct URLIndex: Sendable {
     private var unreadable: [String: [CacheKey]] = [:]
     /// How many keys it holds.
     private(set) var count = 0
+    /// How many keys were ever added: a removal in steps that took its keys out first unindexes
+    /// what it removes only when keys were added meanwhile (one of them may be a key it removes).
+    private(set) var insertions: UInt64 = 0
 
     /// Adds `key`, unless it is held already.
     /// - Complexity: O(s) in the segments of its path, plus reading its URL.
@@ -304,9 +307,13 @@ struct URLIndex: Sendable {
             guard unreadable[key.url]?.contains(key) != true else { return }
             unreadable[key.url, default: []].append(key)
             count += 1
+            insertions += 1
             return
         }
-        if hosts[location.host, default: Node()].insert(key, at: location.segments[...]) { count += 1 }
+        if hosts[location.host, default: Node()].insert(key, at: location.segments[...]) {
+            count += 1
+            insertions += 1
+        }
     }
 
     /// Removes each of `keys` that it holds.
@@ -351,23 +358,6 @@ struct URLIndex: Sendable {
         return removed
     }
 
-    /// Removes the keys whose URL's path lies at or below `prefix`, segment by segment, as
-    /// ``Endpoint/pathPrefix(_:host:)`` matches them: on `host` when given, else on every host.
-    /// - Returns: the keys removed.
-    /// - Complexity: O(h × s) in the hosts searched and the prefix's segments, plus O(k) in the
-    ///   keys removed.
-    mutating func removePathPrefix(_ prefix: String, host: String?) -> [CacheKey] {
-        let (segments, keepingOwnKeys) = Self.prefixSegments(prefix)
-        var removed: [CacheKey] = []
-        for host in searchedHosts(host) where hosts[host] != nil {
-            let taken = hosts[host]!.take(segments, keepingOwnKeys: keepingOwnKeys)
-            if hosts[host]!.isEmpty { hosts[host] = nil }
-            taken?.forEachKey { removed.append($0) }
-        }
-        count -= removed.count
-        return removed
-    }
-
     /// The segments a path prefix walks down, and whether the node it reaches keeps its own keys:
     /// `/items/` selects what lies below `/items`, not `/items` itself.
     private static func prefixSegments(_ prefix: String) -> (segments: ArraySlice<String>, keepingOwnKeys: Bool) {
@@ -379,16 +369,6 @@ struct URLIndex: Sendable {
     /// The hosts a path prefix looks at: `host` when given, else every host.
     private func searchedHosts(_ host: String?) -> [String?] {
         host.map { [$0] } ?? Array(hosts.keys)
-    }
-
-    /// Removes every key on `host`.
-    /// - Returns: the keys removed.
-    /// - Complexity: O(k) in the keys removed.
-    mutating func removeHost(_ host: String) -> [CacheKey] {
-        var removed: [CacheKey] = []
-        hosts.removeValue(forKey: host)?.forEachKey { removed.append($0) }
-        count -= removed.count
-        return removed
     }
 
     /// Removes every key that satisfies `matches`.
@@ -422,16 +402,64 @@ struct URLIndex: Sendable {
 
     /// Removes the keys `endpoint` matches.
     /// - Returns: the keys removed.
-    /// - Complexity: O(k) in the keys removed for an exact URL, a host or a path prefix (see
-    ///   ``removePathPrefix(_:host:)``); O(n) in the keys held for a predicate, which is asked
-    ///   about every one.
+    /// - Complexity: as ``take(_:)``, plus O(k) in the keys removed.
     mutating func remove(_ endpoint: Endpoint) -> [CacheKey] {
-        switch endpoint.selection {
-        case .url(let url): removeURL(url)
-        case .pathPrefix(let prefix, let host): removePathPrefix(prefix, host: host)
-        case .host(let host): removeHost(host)
-        case .predicate: removeAll { endpoint.matches(normalizedURL: $0.url) }
+        let (keys, uncounted) = take(endpoint).list()
+        forgetTaken(uncounted)
+        return keys
+    }
+
+    /// Keys taken out of the index (``take(_:)``), listed once no lock is held: a host's or a path
+    /// prefix's subtree leaves in one step, whatever it holds.
+    struct Taken: Sendable {
+        fileprivate var nodes: [Node] = []
+        fileprivate var listed: [CacheKey] = []
+
+        /// The keys taken, and how many of them the index still counts (``forgetTaken(_:)``).
+        /// - Complexity: O(k) in the keys taken.
+        func list() -> (keys: [CacheKey], uncounted: Int) {
+            var keys = listed
+            for node in nodes { node.forEachKey { keys.append($0) } }
+            return (keys, keys.count - listed.count)
         }
+
+        init(listed: [CacheKey] = []) {
+            self.listed = listed
+        }
+    }
+
+    /// Takes the keys `endpoint` matches out of the index, as `remove(_:)` of an endpoint does,
+    /// leaving them to list (``Taken/keys``) and count (``forgetTaken(_:)``) once its lock is
+    /// released.
+    /// A path prefix selects what lies at or below it, segment by segment, as
+    /// ``Endpoint/pathPrefix(_:host:)`` matches it: on its host when given, else on every host.
+    /// - Complexity: O(1) for a host; O(h × s) in the hosts searched and the prefix's segments for
+    ///   a path prefix; O(s) in the URL's path segments plus O(k) in the keys taken for an exact
+    ///   URL; O(n) in the keys held for a predicate, which is asked about every one.
+    mutating func take(_ endpoint: Endpoint) -> Taken {
+        var taken = Taken()
+        switch endpoint.selection {
+        case .host(let host):
+            if let node = hosts.removeValue(forKey: host) { taken.nodes.append(node) }
+        case .pathPrefix(let prefix, let host):
+            let (segments, keepingOwnKeys) = Self.prefixSegments(prefix)
+            for host in searchedHosts(host) where hosts[host] != nil {
+                if let node = hosts[host]!.take(segments, keepingOwnKeys: keepingOwnKeys) { taken.nodes.append(node) }
+                if hosts[host]!.isEmpty { hosts[host] = nil }
+            }
+        case .url(let url):
+            // Counted already, as those of a predicate.
+            taken.listed = removeURL(url)
+        case .predicate:
+            taken.listed = removeAll { endpoint.matches(normalizedURL: $0.url) }
+        }
+        return taken
+    }
+
+    /// Takes `taken`'s `count` keys off the count, once they are listed: until then the count
+    /// includes them.
+    mutating func forgetTaken(_ count: Int) {
+        self.count -= count
     }
 
     /// The keys `endpoint` matches, found as `remove(_:)` of an endpoint finds them, without removing

@@ -59,6 +59,8 @@ public actor CachedTransport {
     ///
     /// The transport's locks, in the only order they nest (a lock is taken only while holding
     /// locks above it, never below):
+    /// 0. the one each invalidation holds throughout (``Committer/invalidate(_:endpoint:sparingPendingUpdates:)``),
+    ///    so that they run one at a time; only invalidations wait for it;
     /// 1. this one, the in-flight lock;
     /// 2. the ``Committer``'s pending optimistic updates (`optimistic`);
     /// 3. a stream registry's (``StreamSubscribers``; its count change sets a flag in the store);
