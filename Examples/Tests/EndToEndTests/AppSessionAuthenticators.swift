@@ -12,14 +12,20 @@ import TransportCache
 /// doing: the point of the tests that use it.
 final class SessionTokens: Authenticator {
     private let session: URLSession
-    private let tokenURL: URL
+    private let tokenURLOf: @Sendable (String) -> URL
     private let counts = Mutex((started: 0, ended: 0, idleWaiters: [CheckedContinuation<Void, Never>]()))
 
     /// Tokens from `tokenURL` (the origin's `/token`, with any of its parameters), fetched with
     /// `session`.
-    init(session: URLSession, tokenURL: URL) {
+    convenience init(session: URLSession, tokenURL: URL) {
+        self.init(session: session, tokenURLOf: { _ in tokenURL })
+    }
+
+    /// Tokens of each account from its own URL, `tokenURLOf(name)` (the origin's
+    /// `/token?account=<name>` issues that account's tokens), fetched with `session`.
+    init(session: URLSession, tokenURLOf: @escaping @Sendable (String) -> URL) {
         self.session = session
-        self.tokenURL = tokenURL
+        self.tokenURLOf = tokenURLOf
     }
 
     /// The refreshes started so far.
@@ -54,7 +60,7 @@ final class SessionTokens: Authenticator {
             }
             for waiter in idle { waiter.resume() }
         }
-        var post = URLRequest(url: tokenURL)
+        var post = URLRequest(url: tokenURLOf(account.name))
         post.httpMethod = "POST"
         let (data, response) = try await session.data(for: post)
         guard (response as? HTTPURLResponse)?.statusCode == 200 else { throw URLError(.userAuthenticationRequired) }
