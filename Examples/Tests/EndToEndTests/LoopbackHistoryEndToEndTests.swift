@@ -213,6 +213,8 @@ private final class LoopbackHistory: Sendable {
         var switches: [(began: Int, returned: Int, account: String?)] = [(0, 0, LoopbackHistory.accounts[0])]
         var violations: [String] = []
         var log: [String] = []
+        /// Per task, the call it is making, for a history that does not end.
+        var running: [Int: String] = [:]
         var counts = Counts()
 
         /// The accounts that may have been current at some moment from tick `began` to `ended`:
@@ -279,10 +281,11 @@ private final class LoopbackHistory: Sendable {
     /// The seed, what the transport still tracks and the last calls, for a history that did not end.
     var hangReport: String {
         let work = transport.pendingWork
+        let running = state.withLock { $0.running }.sorted { $0.key < $1.key }.map { "task \($0.key): \($0.value)" }
         return """
             history with seed \(seed) (TRANSPORTCACHE_LOOPBACK_HISTORY_SEED=\(seed)) did not end; the transport \
-            tracks \(work.fetches) fetches and \(work.waiters) waiters, \(tokens.refreshes) refreshes started. \
-            Its last calls:
+            tracks \(work.fetches) fetches and \(work.waiters) waiters, \(tokens.refreshes) refreshes started; \
+            tasks not ended: [\(running.joined(separator: "; "))]. Its last calls:
             \(log.suffix(80).joined(separator: "\n"))
             """
     }
@@ -309,7 +312,7 @@ private final class LoopbackHistory: Sendable {
         let watcher = Task { for await _ in changes {} }
         await withTaskGroup(of: Void.self) { group in
             for task in 0..<tasks {
-                group.addTask { await self.calls(of: task) }
+                group.addTask { await Self.$task.withValue(task) { await self.calls(of: task) } }
             }
         }
         watcher.cancel()
@@ -341,10 +344,13 @@ private final class LoopbackHistory: Sendable {
         state.withLock { $0.violations.append(text) }
     }
 
+    /// The number of the task whose calls are running, which the log names.
+    @TaskLocal static var task = 0
+
     private func tick(_ note: String) -> Int {
         state.withLock { state in
             state.tick += 1
-            state.log.append("\(state.tick) \(note)")
+            state.log.append("\(state.tick) [task \(Self.task)] \(note)")
             return state.tick
         }
     }
@@ -362,9 +368,13 @@ private final class LoopbackHistory: Sendable {
             let account = Self.accounts[Int(random.next() % UInt64(Self.accounts.count))]
             let resource = Int(random.next() % UInt64(Self.resources))
             let choice = Int(random.next() % 100)
-            state.withLock { $0.counts.calls += 1 }
+            state.withLock { state in
+                state.counts.calls += 1
+                state.running[task] = "call \(state.counts.calls), from tick \(state.tick + 1)"
+            }
             await call(choice, account: account, resource: resource, random: &random)
         }
+        state.withLock { $0.running[task] = nil }
     }
 
     private func call(_ choice: Int, account: String, resource: Int, random: inout SplitMix64) async {
@@ -600,7 +610,7 @@ private final class LoopbackHistory: Sendable {
         state.withLock {
             $0.counts.ends["\(call): \(kind)", default: 0] += 1
             $0.tick += 1
-            $0.log.append("\($0.tick) \(call) ended: \(kind)")
+            $0.log.append("\($0.tick) [task \(Self.task)] \(call) ended: \(kind)")
         }
     }
 
@@ -616,7 +626,7 @@ private final class LoopbackHistory: Sendable {
                 state.withLock {
                     $0.counts.ends["\(call): status \(status)", default: 0] += 1
                     $0.tick += 1
-                    $0.log.append("\($0.tick) \(call) \(account) r\(resource) answered \(status)")
+                    $0.log.append("\($0.tick) [task \(Self.task)] \(call) \(account) r\(resource) answered \(status)")
                 }
                 return
             }
