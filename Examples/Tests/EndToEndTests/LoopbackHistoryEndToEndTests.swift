@@ -26,11 +26,15 @@ import Testing
 ///   even that failure can be reported);
 /// - no answer carries another account's data (with one current credential: the data of an
 ///   account that was current at some moment of the call, or of nobody while none was);
-/// - no answer was made by the origin before an invalidation that returned before its call began
-///   began (told by the origin's count of requests, which the bodies of half the resources carry);
+/// - no answer is one the origin made before an invalidation began, when that invalidation
+///   returned before the call began (told by the origin's count of requests, which the bodies of
+///   half the resources carry);
 /// - nothing of an account signed out is answered until it signs in again;
 /// - at rest, no fetch, waiter or pending optimistic update is left, the event log and the
 ///   watcher have ended and unregistered, and the memory held is within its budget.
+///
+/// The requests the transport counts as sent are printed beside those the origin received, not
+/// compared: a load cancelled as it begins may never reach a real server.
 ///
 /// The histories stop once ``timeBudget`` has passed. `TRANSPORTCACHE_LOOPBACK_HISTORY_SEED=<seed>`
 /// repeats a run's choice of calls (the first history's seed; each next history takes the next
@@ -40,7 +44,8 @@ struct LoopbackHistoryEndToEndTests {
     /// The histories stop once this much time has passed, so the test stays near half a minute on
     /// a loaded two-core machine.
     static let timeBudget: Duration = .seconds(20)
-    /// How long one history may take: about a second is usual.
+    /// How long one history may take: a tenth of a second is usual, a few seconds beside the other
+    /// end-to-end tests.
     static let hangLimit: Duration = .seconds(60)
 
     static var seed: UInt64 {
