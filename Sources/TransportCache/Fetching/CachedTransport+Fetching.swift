@@ -48,7 +48,7 @@ extension CachedTransport {
     /// most: the answer goes under the update and leaves the visible entry as stale as it was.
     nonisolated func revalidateInBackground(_ plan: FetchPlan) {
         let arrival = inFlight.withLock { machine -> Arrival? in
-            guard committer.optimistic.withLock({ $0.claimBackgroundRevalidation(of: plan.key) }) else { return nil }
+            guard machine.optimistic.claimBackgroundRevalidation(of: plan.key) else { return nil }
             return arrive(plan, waiter: nil, in: &machine)
         }
         switch arrival {
@@ -243,5 +243,5 @@ extension CachedTransport {
     }
 
     /// The keys with optimistic updates pending: none once every update has settled.
-    nonisolated var pendingUpdateKeys: Int { committer.optimistic.withLock { $0.pendingKeys.count } }
+    nonisolated var pendingUpdateKeys: Int { inFlight.withLock { $0.optimistic.pendingKeys.count } }
 }

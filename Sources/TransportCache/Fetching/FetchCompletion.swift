@@ -136,7 +136,7 @@ extension CachedTransport {
             answerFailure(error, of: fetch, to: &callers)
             launches = []
         case .fetched(let data, let response):
-            let storage = committer.commitFetched(data, response: response, for: fetch)
+            let storage = committer.commitFetched(data, response: response, for: fetch, in: &machine)
             if fetch.isBackground, case .notStored(let reason) = storage, reason.refusesAnswer {
                 store.record { $0.failedBackgroundRevalidations += 1 }
             }

@@ -28,6 +28,9 @@ struct FetchStateMachine: Sendable {
     /// here, under the lock a join holds anyway.
     private(set) var joins = WatchedCount()
     var coalescedJoins: Int { joins.value }
+    /// The optimistic updates pending, by key: behind the same lock as the fetches, since every
+    /// change to them goes with a change to what is in flight or stored.
+    var optimistic = OptimisticLayers()
     private var lastIdentifier = 0
     /// See ``takePriorityRise()``.
     private var priorityRose = false

@@ -23,8 +23,6 @@ final class Committer: Sendable {
     private let storableStatusCodes: Set<Int>
     /// The header override the transport reads responses through; nil when following HTTP.
     private let cacheOverride: CacheOverride?
-    /// The optimistic updates pending, by key. Read and written with the in-flight lock held.
-    let optimistic = Locked(OptimisticLayers())
     /// Held through each invalidation, so that they run one at a time: an invalidation takes its
     /// keys out of the store's index before it removes them in steps, and one that began meanwhile
     /// would not find them. Only invalidations wait for it; it comes before the in-flight lock.
@@ -66,8 +64,10 @@ final class Committer: Sendable {
 
     /// Stores a fetched answer (already ``prepared(_:)``) when it may be stored, and queues
     /// ``CacheChange/updated(_:)`` when its bytes changed. Call with the in-flight lock held.
-    func commitFetched(_ data: Data, response: URLResponse, for fetch: Fetch) -> CacheOutcome.Storage {
-        let storage = write(data, response: response, for: fetch)
+    func commitFetched(_ data: Data, response: URLResponse, for fetch: Fetch, in machine: inout FetchStateMachine)
+        -> CacheOutcome.Storage
+    {
+        let storage = write(data, response: response, for: fetch, in: &machine)
         if let url = fetch.request.url { report(storage, of: url, bytes: data.count) }
         return storage
     }
@@ -79,7 +79,9 @@ final class Committer: Sendable {
         }
     }
 
-    private func write(_ data: Data, response: URLResponse, for fetch: Fetch) -> CacheOutcome.Storage {
+    private func write(_ data: Data, response: URLResponse, for fetch: Fetch, in machine: inout FetchStateMachine)
+        -> CacheOutcome.Storage
+    {
         // A fetch superseded in flight leaves the reason its key left (an invalidation) in place.
         if let superseded = fetch.supersededBecause { return .notStored(superseded) }
         let entry: StoredResponse
@@ -90,7 +92,7 @@ final class Committer: Sendable {
             store.forgetDeparture(of: fetch.key)
             return .notStored(reason)
         }
-        switch optimistic.withLock({ $0.offerBase(entry, for: fetch.key, order: fetch.order) }) {
+        switch machine.optimistic.offerBase(entry, for: fetch.key, order: fetch.order) {
         case .notUnderUpdate:
             break
         case .taken(let previous):
@@ -278,7 +280,7 @@ final class Committer: Sendable {
             var answers = answers
             let given = answers.count
             if let signOuts {
-                answers.removeAll { entry in optimistic.withLock { $0.wasSignedOut(entry.key, since: signOuts) } }
+                answers.removeAll { entry in machine.optimistic.wasSignedOut(entry.key, since: signOuts) }
             }
             let keys = Set(answers.map(\.key))
             if update == nil {
@@ -288,14 +290,10 @@ final class Committer: Sendable {
             }
             for entry in answers {
                 if let update {
-                    optimistic.withLock {
-                        $0.push(
-                            entry, id: update, for: entry.key,
-                            held: store.peek(entry.key, selectedBy: entry.request.allHTTPHeaderFields))
-                    }
-                } else if optimistic.withLock({
-                    $0.setBase(entry, for: entry.key, newerThan: machine.newestFetchOrder)
-                }) {
+                    machine.optimistic.push(
+                        entry, id: update, for: entry.key,
+                        held: store.peek(entry.key, selectedBy: entry.request.allHTTPHeaderFields))
+                } else if machine.optimistic.setBase(entry, for: entry.key, newerThan: machine.newestFetchOrder) {
                     store.record { $0.stores += 1 }
                     continue
                 }
@@ -319,14 +317,12 @@ final class Committer: Sendable {
     ) {
         inFlight.withLock { machine in
             for key in keys {
-                let ending = optimistic.withLock {
-                    $0.end(
-                        update, for: key, settled: confirmed[key] ?? kept[key], newestOrder: machine.newestFetchOrder)
-                }
+                let ending = machine.optimistic.end(
+                    update, for: key, settled: confirmed[key] ?? kept[key], newestOrder: machine.newestFetchOrder)
                 guard let ending else {
                     // Invalidated meanwhile: the origin's own answer is still worth storing, a
                     // provisional one is not. Signed out meanwhile: nothing of it is.
-                    if let answer = confirmed[key], !optimistic.withLock({ $0.wasSignedOut(key, since: signOuts) }) {
+                    if let answer = confirmed[key], !machine.optimistic.wasSignedOut(key, since: signOuts) {
                         show(answer, replacing: nil)
                     }
                     continue
@@ -486,13 +482,13 @@ final class Committer: Sendable {
             guard !keys.isEmpty else { return nil }
             selection = .keys(keys)
         }
-        let spared = sparingPendingUpdates ? optimistic.withLock { $0.pendingKeys } : []
+        let spared = sparingPendingUpdates ? machine.optimistic.pendingKeys : []
         func matches(_ key: CacheKey) -> Bool { selection.selects(key) && !spared.contains(key) }
         machine.detach(where: matches)
         // What an invalidation drops, no rollback brings back: the updates pending now forget
         // what they would roll back to, and one that begins later rolls back only over its own
         // provisional entry, which a later step may have removed.
-        optimistic.withLock { $0.forget(where: matches) }
+        machine.optimistic.forget(where: matches)
         return store.take(selection, sparing: spared)
     }
 
@@ -531,7 +527,7 @@ final class Committer: Sendable {
             machine.detach(where: { _ in true })
             let (emptied, removal) = store.removeEverything(because: .invalidated)
             departure.released = removal.released
-            optimistic.withLock { $0.forget(where: { _ in true }) }
+            machine.optimistic.forget(where: { _ in true })
             cleared = emptied.count > 0
             // Naming every key costs a key each: only when someone listens.
             if reporter.isListening { emptied.entries.forEachEntry { key, _ in departure.keys.append(key) } }
@@ -546,10 +542,8 @@ final class Committer: Sendable {
             store.unindex(removal)
             for key in removal.keys { store.forgetDeparture(of: key) }
             store.pruneTags(keeping: machine.keysInFlight)
-            optimistic.withLock { layers in
-                layers.forget(where: belongs)
-                layers.signOut(partition)
-            }
+            machine.optimistic.forget(where: belongs)
+            machine.optimistic.signOut(partition)
             (departure.keys, departure.released) = (removal.keys, removal.released)
         case .pressure(let pressure):
             let removal = store.trim(for: pressure)

@@ -61,10 +61,10 @@ public actor CachedTransport {
     /// locks above it, never below):
     /// 0. the one each invalidation holds throughout (``Committer/invalidate(_:endpoint:sparingPendingUpdates:)``),
     ///    so that they run one at a time; only invalidations wait for it;
-    /// 1. this one, the in-flight lock;
-    /// 2. the ``Committer``'s pending optimistic updates (`optimistic`);
-    /// 3. a stream registry's (``StreamSubscribers``; its count change sets a flag in the store);
-    /// 4. the store's entries (``ResponseStore/state``), its ``ResponseStore/index`` and its
+    /// 1. this one, the in-flight lock, which guards the fetch graph: what is in flight and the
+    ///    pending optimistic updates (``FetchStateMachine/optimistic``);
+    /// 2. a stream registry's (``StreamSubscribers``; its count change sets a flag in the store);
+    /// 3. the store's entries (``ResponseStore/state``), its ``ResponseStore/index`` and its
     ///    ``ResponseStore/tags``, each taken alone, never one inside another.
     ///
     /// The queues' locks (``DeliveryQueue``, ``SubscriberCount``, ``ReleaseQueue``, a

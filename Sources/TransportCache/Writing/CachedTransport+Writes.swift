@@ -57,7 +57,7 @@ extension CachedTransport {
     ///   ``RequestAdapter``, ``Accounts``). Then nothing is written.
     public nonisolated func store(_ answer: ProvisionalAnswer) throws {
         // Read before the request is keyed: a sign-out of its account from then on refuses it.
-        let signOuts = committer.optimistic.withLock { $0.signOuts }
+        let signOuts = inFlight.withLock { $0.optimistic.signOuts }
         let entry = try entry(for: answer, keyed: try keyed(answer.request))
         if !committer.commitLocal([entry], signOuts: signOuts) { throw AuthenticationError(.signedOut) }
     }
@@ -102,7 +102,7 @@ extension CachedTransport {
     ) async throws -> Output {
         // Read before anything is keyed: a sign-out of the update's account from then on leaves
         // nothing of it.
-        let signOuts = committer.optimistic.withLock { $0.signOuts }
+        let signOuts = inFlight.withLock { $0.optimistic.signOuts }
         // Every answer of the update, the confirmed ones too, is keyed for the account it began
         // with: a credential of another account set while the write runs never gets them.
         let account = try preparation?.currentAccount
@@ -117,7 +117,7 @@ extension CachedTransport {
             entries.append(entry)
         }
         let keys = entries.map(\.key)
-        let update = committer.optimistic.withLock { $0.nextID() }
+        let update = inFlight.withLock { $0.optimistic.nextID() }
         committer.commitLocal(entries, update: update, signOuts: signOuts)
         let output: Output
         do {
@@ -128,7 +128,7 @@ extension CachedTransport {
         }
         // Its partition was signed out meanwhile: nothing of it is confirmed or refetched (and
         // what a sign-out during the refetches leaves is refused where it would be written).
-        if committer.optimistic.withLock({ layers in keys.contains { layers.wasSignedOut($0, since: signOuts) } }) {
+        if inFlight.withLock({ machine in keys.contains { machine.optimistic.wasSignedOut($0, since: signOuts) } }) {
             return output
         }
         var settlement = Settlement()
