@@ -176,8 +176,9 @@ func timeUntilFreed(count: Int) async throws {
 /// 100000` fills a transport as the Scale suite does, then, from a detached task, sends misses to
 /// the loopback origin one after another (a new URL each) while a thread of its own invalidates
 /// the host that holds 99 % of the entries. It prints the invalidation's time, the misses' p50 and
-/// p99 alone (before it), and the worst miss that overlapped it: a miss completes and is joined
-/// under the lock a bulk removal holds.
+/// p99 alone (before it), and the worst miss that overlapped it; then the same misses beside a
+/// thread that only keeps a processor busy for as long, touching no transport: the worst a miss
+/// takes when it waits for no lock but shares the machine the same way.
 func missesDuringInvalidation(count: Int, origin: LoopbackOrigin) async throws {
     let transport = try await filledTransport(count: count)
     var alone: [Int] = []
@@ -209,10 +210,36 @@ func missesDuringInvalidation(count: Int, origin: LoopbackOrigin) async throws {
     invalidation.wait()
     let (start, end) = span.value
     let overlapping = during.filter { $0.start < end && $0.start + $0.latency > start }.map(\.latency)
+    // The same span of one busy processor, with no lock in common with the misses.
+    let busySpan = Shared<(Int, Int)>()
+    busySpan.value = (0, 0)
+    let busy = OwnThread {
+        let busyStart = monotonicNow()
+        var spin = 0
+        while monotonicNow() - busyStart < end - start { spin &+= 1 }
+        keep(spin)
+        busySpan.value = (busyStart, monotonicNow())
+    }
+    let beside = await Task.detached {
+        var misses: [(start: Int, latency: Int)] = []
+        var index = 0
+        busy.start()
+        while !busy.isDone {
+            let start = monotonicNow()
+            keep(try? await transport.data(for: URLRequest(url: origin.url("/miss?run=busy-\(index)"))))
+            misses.append((start, monotonicNow() - start))
+            index += 1
+        }
+        return misses
+    }.value
+    busy.wait()
+    let (busyStart, busyEnd) = busySpan.value
+    let besideBusy = beside.filter { $0.start < busyEnd && $0.start + $0.latency > busyStart }.map(\.latency)
     print(
         """
         invalidate(.host) of \(count / 100 * 99) entries: \((end - start) / 1_000) µs
         misses alone: p50 \(alone[alone.count / 2] / 1_000) µs, p99 \(alone[alone.count * 99 / 100] / 1_000) µs
         misses during it: \(overlapping.count), worst \((overlapping.max() ?? 0) / 1_000) µs
+        misses beside a busy processor as long: \(besideBusy.count), worst \((besideBusy.max() ?? 0) / 1_000) µs
         """)
 }
