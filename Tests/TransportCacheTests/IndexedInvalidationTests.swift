@@ -363,9 +363,53 @@ struct IndexedInvalidationTests {
     }
 
     @Test(
-        "an optimistic update that begins during an invalidation and fails brings back nothing the invalidation dropped"
+        "optimistic updates that begin during an invalidation and fail, one over another, bring back nothing it dropped"
     )
-    func updateDuringInvalidation() async throws {
+    func updatesDuringInvalidation() async throws {
+        let count = ResponseStore.stepSize * 2_000
+        let urls = (0..<count).map { "https://api.example.com/items/\($0)" }
+        let transport = try transport(holding: urls)
+        let ended = DispatchSemaphore(value: 0)
+        let returned = Locked(false)
+        Thread.detachNewThread {
+            transport.invalidate(.host("api.example.com"))
+            returned.withLock { $0 = true }
+            ended.signal()
+        }
+        while transport.statistics.entries == count { await Task.yield() }
+        // Updates of keys the removal has not reached yet, most of them: each begins over the
+        // entry held. A second update of each key begins once the invalidation has returned, and
+        // fails first; then the first fails.
+        let chosen = Array(urls.suffix(64))
+        func update(_ url: String, until gate: Gate) -> Task<Void, Never> {
+            Task {
+                _ = try? await transport.optimisticUpdate(
+                    [ProvisionalAnswer(for: request(url), data: Data("provisional".utf8))],
+                    write: { () async throws -> Int in
+                        try await gate.wait()
+                        throw URLError(.badServerResponse)
+                    })
+            }
+        }
+        let firstFails = Gate()
+        let first = chosen.map { update($0, until: firstFails) }
+        while transport.pendingUpdateKeys < chosen.count && !returned.withLock({ $0 }) { await Task.yield() }
+        ended.wait()
+        let secondFails = Gate()
+        let second = chosen.map { update($0, until: secondFails) }
+        while transport.pendingUpdateKeys < chosen.count { await Task.yield() }
+        secondFails.open()
+        for task in second { await task.value }
+        firstFails.open()
+        for task in first { await task.value }
+        // Rolled back, none of them restores what was held before the invalidation.
+        #expect(transport.statistics.entries == 0)
+        #expect(transport.pendingUpdateKeys == 0)
+        #expect(indexAgrees(transport))
+    }
+
+    @Test("invalidateAll() while an invalidation runs leaves the index counting what the store holds")
+    func invalidateAllDuringInvalidation() async throws {
         let count = ResponseStore.stepSize * 2_000
         let urls = (0..<count).map { "https://api.example.com/items/\($0)" }
         let transport = try transport(holding: urls)
@@ -375,31 +419,10 @@ struct IndexedInvalidationTests {
             ended.signal()
         }
         while transport.statistics.entries == count { await Task.yield() }
-        // Updates of keys the removal has not reached yet, most of them: each begins over the
-        // entry held, and fails once the invalidation has returned.
-        let written = Gate()
-        let updates = Task {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for url in urls.suffix(64) {
-                    group.addTask {
-                        _ = try? await transport.optimisticUpdate(
-                            [ProvisionalAnswer(for: request(url), data: Data("provisional".utf8))],
-                            write: { () async throws -> Int in
-                                try await written.wait()
-                                throw URLError(.badServerResponse)
-                            })
-                    }
-                }
-                try await group.waitForAll()
-            }
-        }
-        while transport.pendingUpdateKeys < 64 { await Task.yield() }
+        transport.invalidateAll()
         ended.wait()
-        written.open()
-        try await updates.value
-        // Rolled back, none of them restores what was held before the invalidation.
-        #expect(transport.statistics.entries == 0)
-        #expect(transport.pendingUpdateKeys == 0)
+        try transport.store(ProvisionalAnswer(for: request(urls[0]), data: Data("again".utf8)))
+        #expect(transport.statistics.entries == 1)
         #expect(indexAgrees(transport))
     }
 

@@ -9,9 +9,10 @@ import FoundationNetworking
 /// the order the store changed.
 ///
 /// Every change it makes holds the in-flight lock (fetch completions call it with that lock held;
-/// its own operations take it), so that an invalidation and a fetch's store never interleave and
-/// the changes queue up in store order. ``publishQueuedChanges()`` delivers them once the caller
-/// holds no lock.
+/// its own operations take it), so that a fetch's store and each step of a removal never
+/// interleave and the changes queue up in store order; an invalidation, which runs in steps, is
+/// announced once, after its last (``invalidate(_:endpoint:sparingPendingUpdates:)``).
+/// ``publishQueuedChanges()`` delivers them once the caller holds no lock.
 final class Committer: Sendable {
     let store: ResponseStore
     let broadcaster: ChangeBroadcaster
@@ -438,10 +439,13 @@ final class Committer: Sendable {
     /// 1. under the in-flight lock, the fetches in flight of those keys stop storing and being
     ///    joined, what their pending updates would roll back to is forgotten, and the keys leave
     ///    the store's index;
-    /// 2. their entries are removed a few at a time (``ResponseStore/removeTaken(_:within:)``);
-    ///    a fetch that begins meanwhile is sent after the invalidation began, and what it stores
-    ///    stays unless a later step removes it;
-    /// 3. under the in-flight lock, what left is reported and announced (see ``remove(_:in:)``).
+    /// 2. their entries are removed a few at a time (``ResponseStore/removeTaken(_:within:afterEach:)``),
+    ///    and the updates of a key that began before its step forget what they would roll back
+    ///    to; a fetch that begins meanwhile is sent after the invalidation began, and what it
+    ///    stores stays unless a later step removes it;
+    /// 3. under the in-flight lock, what left is reported and announced (see ``remove(_:in:)``):
+    ///    once, after what fetches stored between the steps, so a key stored again meanwhile may
+    ///    be announced updated before it is announced invalidated, and a screen refetches it.
     ///
     /// Invalidations run one at a time.
     @discardableResult
@@ -454,10 +458,16 @@ final class Committer: Sendable {
                 beginInvalidation(selection, sparingPendingUpdates: sparingPendingUpdates, in: &machine)
             }
             guard let taken = begun else { return departure }
-            let (removal, uncounted) = store.removeTaken(taken, within: inFlight)
+            // An update that began on a key before its step removed it would roll back to what the
+            // step dropped: forgotten with it.
+            let (removal, uncounted) = store.removeTaken(taken, within: inFlight) { machine, removed in
+                guard !removed.isEmpty else { return }
+                let removed = Set(removed)
+                machine.optimistic.forget(where: removed.contains)
+            }
             (departure.keys, departure.released) = (removal.keys, removal.released)
             inFlight.withLock { _ in
-                store.index.withLock { $0.forgetTaken(uncounted) }
+                store.index.withLock { $0.forgetTaken(uncounted, generation: taken.generation) }
                 reporter.invalidated(departure.keys)
                 announce(departure.keys, cleared: false, endpoint: endpoint)
             }
@@ -486,8 +496,8 @@ final class Committer: Sendable {
         func matches(_ key: CacheKey) -> Bool { selection.selects(key) && !spared.contains(key) }
         machine.detach(where: matches)
         // What an invalidation drops, no rollback brings back: the updates pending now forget
-        // what they would roll back to, and one that begins later rolls back only over its own
-        // provisional entry, which a later step may have removed.
+        // what they would roll back to, and so do those that begin before a step removes their
+        // key (``invalidate(_:endpoint:sparingPendingUpdates:)``).
         machine.optimistic.forget(where: matches)
         return store.take(selection, sparing: spared)
     }

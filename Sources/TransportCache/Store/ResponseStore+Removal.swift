@@ -76,12 +76,13 @@ extension ResponseStore {
     }
 
     /// Keys an invalidation in steps took out of the index (``take(_:sparing:)``), to remove
-    /// with ``removeTaken(_:within:)``.
+    /// with ``removeTaken(_:within:afterEach:)``.
     struct TakenKeys: Sendable {
         let index: URLIndex.Taken
         let spared: Set<CacheKey>
-        /// ``URLIndex/insertions`` when they were taken.
+        /// ``URLIndex/insertions`` and ``URLIndex/generation`` when they were taken.
         let insertions: UInt64
+        let generation: Int
     }
 
     /// Takes the keys `selection` names out of the index, but `spared`, leaving them held: the
@@ -109,7 +110,8 @@ extension ResponseStore {
                 taken = index.take(endpoint)
             }
             for key in keptHeld { index.insert(key) }
-            return TakenKeys(index: taken, spared: spared, insertions: index.insertions)
+            return TakenKeys(
+                index: taken, spared: spared, insertions: index.insertions, generation: index.generation)
         }
     }
 
@@ -118,9 +120,12 @@ extension ResponseStore {
     /// are let in between steps, so that a join, a fetch's completion and a hit wait for one step
     /// at most, never for the whole removal. Their keys are listed first, under no lock. A key
     /// written again meanwhile is removed with what it holds then, and leaves the index again.
+    /// `afterEach` runs at the end of each step, still under `outer`, with the keys it removed.
     /// Call with no lock held.
     /// - Returns: what left, and how many of the keys the index still counts.
-    func removeTaken<Outer>(_ taken: TakenKeys, within outer: Locked<Outer>) -> (removal: Removal, uncounted: Int) {
+    func removeTaken<Outer>(
+        _ taken: TakenKeys, within outer: Locked<Outer>, afterEach: (inout Outer, ArraySlice<CacheKey>) -> Void
+    ) -> (removal: Removal, uncounted: Int) {
         var removal = Removal()
         var (keys, uncounted) = taken.index.list()
         if !taken.spared.isEmpty { keys.removeAll { taken.spared.contains($0) } }
@@ -132,7 +137,7 @@ extension ResponseStore {
                 outer.handOverToWaiters(forAtMost: Self.handOverLimit)
                 state.handOverToWaiters(forAtMost: Self.handOverLimit)
             }
-            outer.withLock { _ in
+            outer.withLock { outer in
                 let first = removal.keys.count
                 state.withLock { state in
                     let deadline = DispatchTime.now().uptimeNanoseconds + Self.holdLimit
@@ -149,6 +154,7 @@ extension ResponseStore {
                 index.withLock { index in
                     if index.insertions != taken.insertions { index.remove(removal.keys[first...]) }
                 }
+                afterEach(&outer, removal.keys[first...])
             }
         }
         removal.released.append(values, count: values.count)
@@ -210,11 +216,7 @@ extension ResponseStore {
             state.depart(.everything(count: emptied.count, departures: recorded), because: reason, into: &removal)
             return emptied
         }
-        let index = index.withLock { index in
-            var emptiedIndex = URLIndex()
-            swap(&index, &emptiedIndex)
-            return emptiedIndex
-        }
+        let index = index.withLock { $0.takeAll() }
         return (EmptiedStore(entries: entries, index: index), removal)
     }
 
@@ -281,7 +283,7 @@ struct EmptiedStore: ReleasableInSteps {
         let removed = entries.removeLeastRecentlyUsed(atMost: limit)
         index.remove(removed.lazy.map(\.key))
         guard entries.count > 0 else {
-            index = URLIndex()
+            _ = index.takeAll()
             return false
         }
         return true

@@ -45,7 +45,9 @@ final class ResponseStore: Sendable {
 
     let state: Locked<State>
     /// The keys held, by host and path. Changed only with the transport's in-flight lock held,
-    /// where the entries change, so that it holds the same keys whenever that lock is free.
+    /// where the entries change, so that it holds the same keys whenever that lock is free, but
+    /// for those an invalidation under way took out and has not removed yet
+    /// (``take(_:sparing:)``).
     let index = Locked(URLIndex())
     /// The keys each tag names. Pruned, and read by ``CachedTransport/invalidate(tag:)``, with the
     /// in-flight lock held; a request tags with this lock alone.

@@ -294,8 +294,12 @@ struct URLIndex: Sendable {
     /// Keys whose URL Foundation cannot read, by URL: only an exact URL reaches them, as only
     /// ``Endpoint/url(_:)`` matches them.
     private var unreadable: [String: [CacheKey]] = [:]
-    /// How many keys it holds.
+    /// How many keys it holds, and those an invalidation under way took out and has not listed
+    /// yet (``forgetTaken(_:generation:)``).
     private(set) var count = 0
+    /// How many times it was emptied at once (``takeAll()``): keys taken before then are no
+    /// longer counted.
+    private(set) var generation = 0
     /// How many keys were ever added: a removal in steps that took its keys out first unindexes
     /// what it removes only when keys were added meanwhile (one of them may be a key it removes).
     private(set) var insertions: UInt64 = 0
@@ -405,7 +409,7 @@ struct URLIndex: Sendable {
     /// - Complexity: as ``take(_:)``, plus O(k) in the keys removed.
     mutating func remove(_ endpoint: Endpoint) -> [CacheKey] {
         let (keys, uncounted) = take(endpoint).list()
-        forgetTaken(uncounted)
+        forgetTaken(uncounted, generation: generation)
         return keys
     }
 
@@ -429,8 +433,8 @@ struct URLIndex: Sendable {
     }
 
     /// Takes the keys `endpoint` matches out of the index, as `remove(_:)` of an endpoint does,
-    /// leaving them to list (``Taken/keys``) and count (``forgetTaken(_:)``) once its lock is
-    /// released.
+    /// leaving them to list (``Taken/list()``) and count (``forgetTaken(_:generation:)``) once its
+    /// lock is released.
     /// A path prefix selects what lies at or below it, segment by segment, as
     /// ``Endpoint/pathPrefix(_:host:)`` matches it: on its host when given, else on every host.
     /// - Complexity: O(1) for a host; O(h × s) in the hosts searched and the prefix's segments for
@@ -458,8 +462,19 @@ struct URLIndex: Sendable {
 
     /// Takes `taken`'s `count` keys off the count, once they are listed: until then the count
     /// includes them.
-    mutating func forgetTaken(_ count: Int) {
+    mutating func forgetTaken(_ count: Int, generation: Int) {
+        guard generation == self.generation else { return }
         self.count -= count
+    }
+
+    /// Takes every key out at once, leaving it empty; what it took is returned, to free once no
+    /// lock is held. It goes on counting ``insertions``.
+    mutating func takeAll() -> URLIndex {
+        var emptied = URLIndex()
+        emptied.insertions = insertions
+        emptied.generation = generation + 1
+        swap(&self, &emptied)
+        return emptied
     }
 
     /// The keys `endpoint` matches, found as `remove(_:)` of an endpoint finds them, without removing

@@ -55,7 +55,7 @@ public actor CachedTransport {
     /// ``Configuration/Network/retryPolicy``, read when a fetch's attempt ends.
     let retryPolicy: RetryPolicy?
     /// The fetches in flight and their callers. Every change to the store holds this lock too, so
-    /// that an invalidation and a fetch's store never interleave.
+    /// that a fetch's store and each step of a removal never interleave.
     ///
     /// The transport's locks, in the only order they nest (a lock is taken only while holding
     /// locks above it, never below):
