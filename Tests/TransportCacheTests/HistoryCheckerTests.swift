@@ -25,8 +25,8 @@ import TransportCacheTesting
 /// - nothing of an account signed out is answered until it signs in again;
 /// - at rest, no fetch, waiter or pending optimistic update is left, nothing is polled or waits on
 ///   the clock, the event log and the watcher have ended and unregistered, the requests the
-///   statistics count as sent are those the origin received, and the memory held is within its
-///   budget.
+///   statistics count as sent are those the origin received, the store's index holds exactly the
+///   keys the store holds, and the memory held is within its budget.
 ///
 /// `HISTORY_SECONDS` sets how long the histories run (8 seconds by default), `HISTORY_SEED` the
 /// first seed; a failing history prints the seed that repeats its choice of calls.
@@ -601,6 +601,14 @@ private final class History: Sendable {
         }
         let pending = transport.pendingUpdateKeys
         if pending > 0 { violation("at rest, optimistic updates of \(pending) keys were left pending") }
+        // The index an invalidation finds keys by holds exactly the keys the store holds.
+        let (indexed, indexCount) = transport.store.index.withLock { (Set($0.keys), $0.count) }
+        var held = Set<CacheKey>()
+        transport.store.state.withLock { state in state.entries.forEachEntry { key, _ in held.insert(key) } }
+        if indexed != held || indexCount != held.count {
+            violation(
+                "at rest, the index holds \(indexed.count) keys and counts \(indexCount), the store \(held.count)")
+        }
         let statistics = transport.statistics
         if statistics.bytesHeld > 64 * 1024 {
             violation("at rest, \(statistics.bytesHeld) bytes were held, over the budget of \(64 * 1024)")
