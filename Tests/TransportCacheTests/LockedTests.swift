@@ -32,4 +32,24 @@ struct LockedTests {
         let elapsed = ContinuousClock().measure { locked.handOverToWaiters(forAtMost: limit) }
         #expect(elapsed < .nanoseconds(limit))
     }
+
+    #if DEBUG
+    @Test("locks taken in their written order pass, and one taken out of it stops a debug build")
+    func lockOrder() async {
+        let inFlight = Locked(0, rank: .inFlight)
+        let store = Locked(0, rank: .store)
+        let unranked = Locked(0)
+        #expect(inFlight.withLock { _ in store.withLock { _ in unranked.withLock { _ in true } } })
+        await #expect(processExitsWith: .failure) {
+            let inFlight = Locked(0, rank: .inFlight)
+            let store = Locked(0, rank: .store)
+            store.withLock { _ in inFlight.withLock { _ in } }
+        }
+        await #expect(processExitsWith: .failure) {
+            let index = Locked(0, rank: .store)
+            let entries = Locked(0, rank: .store)
+            index.withLock { _ in entries.withLock { _ in } }
+        }
+    }
+    #endif
 }

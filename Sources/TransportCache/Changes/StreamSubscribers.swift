@@ -48,7 +48,7 @@ final class StreamSubscribers<Sink: StreamSink, Filter: Sendable>: Sendable {
         }
     }
 
-    private let state = Locked(State())
+    private let state = Locked(State(), rank: .streamRegistry)
     let bufferLimit: Int
     /// Called with the new count whenever a stream registers or unregisters, under the registry's
     /// lock, so that calls arrive in the order the count changed. It returns the waiters its

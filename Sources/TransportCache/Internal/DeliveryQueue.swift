@@ -10,7 +10,7 @@ final class DeliveryQueue<Item: Sendable>: Sendable {
         var isDelivering = false
     }
 
-    private let state = Locked(State())
+    private let state = Locked(State(), rank: .leaf)
 
     /// Queues `item` behind those queued before it. May be called with any lock held.
     func enqueue(_ item: Item) {

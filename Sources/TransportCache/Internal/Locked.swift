@@ -30,8 +30,18 @@ package final class Locked<Value: Sendable>: @unchecked Sendable {
     /// How many threads are waiting for the lock, guarded by a lock of its own: counted only by a
     /// thread that found the lock taken, so an uncontended `withLock` never touches it.
     private let waiters = WaiterCount()
+    #if DEBUG
+    /// Its place in the written order of the transport's locks (``LockRank``); nil for a lock
+    /// outside it. Debug builds assert that a thread takes a ranked lock only while every ranked
+    /// lock it holds comes earlier in the order.
+    private let rank: LockRank?
+    #endif
 
-    package init(_ value: Value) {
+    /// - Parameter rank: its place in the transport's lock order, checked in debug builds.
+    package init(_ value: Value, rank: LockRank? = nil) {
+        #if DEBUG
+        self.rank = rank
+        #endif
         self.value = .allocate(capacity: 1)
         self.value.initialize(to: value)
         #if canImport(Glibc)
@@ -58,6 +68,10 @@ package final class Locked<Value: Sendable>: @unchecked Sendable {
     /// Runs `body` with exclusive access to the value. Never call back into the same lock from
     /// `body`, and never resume a continuation inside it.
     package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        #if DEBUG
+        if let rank { LockRank.enter(rank) }
+        defer { if let rank { LockRank.leave(rank) } }
+        #endif
         #if canImport(Glibc)
         if pthread_mutex_trylock(mutex) != 0 { lockAfterWaiting() }
         defer { pthread_mutex_unlock(mutex) }
@@ -135,4 +149,68 @@ private final class WaiterCount: @unchecked Sendable {
         let deadline = Date(timeIntervalSinceNow: Double(limit) / 1e9)
         while emptied == drops && condition.wait(until: deadline) {}
     }
+}
+
+/// A place in the written order of the transport's locks (see ``CachedTransport/inFlight``): a
+/// thread holding a ranked lock takes another only of a later rank, never one of the same rank or
+/// an earlier one. Debug builds assert it on every ``Locked/withLock(_:)`` of a ranked lock.
+package enum LockRank: Int, Sendable {
+    /// The one each invalidation holds throughout (``Committer``).
+    case invalidation
+    /// The in-flight lock.
+    case inFlight
+    /// A stream registry's (``StreamSubscribers``).
+    case streamRegistry
+    /// The store's entries, its index and its tags, each taken alone.
+    case store
+    /// The queues' and a load's own: nothing is taken while one is held.
+    case leaf
+
+    #if DEBUG
+    /// The ranks of the locks this thread holds, innermost last.
+    private final class Held {
+        var ranks: [LockRank] = []
+    }
+
+    #if canImport(Glibc)
+    /// Each thread's ``Held``, read on every ranked `withLock`: a thread-specific value rather than
+    /// the thread's dictionary, which would cost a debug build's hit several times over.
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { pointer in pointer.map { Unmanaged<Held>.fromOpaque($0).release() } }
+        return key
+    }()
+
+    private static var held: Held {
+        if let pointer = pthread_getspecific(key) { return Unmanaged<Held>.fromOpaque(pointer).takeUnretainedValue() }
+        let held = Held()
+        pthread_setspecific(key, Unmanaged.passRetained(held).toOpaque())
+        return held
+    }
+    #else
+    private static var held: Held {
+        let key = "TransportCache.LockRank.held"
+        if let held = Thread.current.threadDictionary[key] as? Held { return held }
+        let held = Held()
+        Thread.current.threadDictionary[key] = held
+        return held
+    }
+    #endif
+
+    static func enter(_ rank: LockRank) {
+        let held = Self.held
+        if let innermost = held.ranks.last {
+            assert(
+                innermost.rawValue < rank.rawValue,
+                "lock order: a lock of rank \(rank) taken while one of rank \(innermost) is held")
+        }
+        held.ranks.append(rank)
+    }
+
+    static func leave(_ rank: LockRank) {
+        let held = Self.held
+        assert(held.ranks.last == rank, "lock order: locks released out of order")
+        held.ranks.removeLast()
+    }
+    #endif
 }

@@ -89,7 +89,7 @@ final class ReleaseQueue: Sendable {
     private let queue = DispatchQueue(label: "TransportCache.ReleaseQueue", qos: .utility)
     private let sliceLimit: UInt64
     private let pause: UInt64
-    private let progress = Locked(Progress())
+    private let progress = Locked(Progress(), rank: .leaf)
 
     private struct Progress {
         var slices = 0

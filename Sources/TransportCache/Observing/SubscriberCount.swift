@@ -4,7 +4,7 @@
 ///
 /// Costs one lock per registration and per unregistration; nothing on a request's path.
 package final class SubscriberCount: Sendable {
-    private let state = Locked(WatchedCount())
+    private let state = Locked(WatchedCount(), rank: .leaf)
 
     package init() {}
 

@@ -84,7 +84,7 @@ public final class ManualCacheClock: Sendable {
 
     private let start: ContinuousClock.Instant
     private let startDate: Date
-    private let state = Locked(State())
+    private let state = Locked(State(), rank: .leaf)
 
     /// A clock that reads `date` as the wall-clock time until it is advanced.
     public init(date: Date = Date()) {

@@ -26,7 +26,7 @@ final class FetchQueue: Sendable {
     let limit: Int
     /// How many times in a row a priority with loads waiting may be passed over by a higher one.
     static let agingLimit = 8
-    private let hosts = Locked(Hosts())
+    private let hosts = Locked(Hosts(), rank: .leaf)
 
     /// Called as each request is handed to the loader: the one place a request counts as sent.
     private let sending: @Sendable () -> Void

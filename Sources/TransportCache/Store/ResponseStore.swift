@@ -48,10 +48,10 @@ final class ResponseStore: Sendable {
     /// where the entries change, so that it holds the same keys whenever that lock is free, but
     /// for those an invalidation under way took out and has not removed yet
     /// (``take(_:sparing:)``).
-    let index = Locked(URLIndex())
+    let index = Locked(URLIndex(), rank: .store)
     /// The keys each tag names. Pruned, and read by ``CachedTransport/invalidate(tag:)``, with the
     /// in-flight lock held; a request tags with this lock alone.
-    let tags = Locked(TagIndex())
+    let tags = Locked(TagIndex(), rank: .store)
     /// The most one key's variants together may be charged: a share of the capacity.
     let maximumEntryCost: Int
     /// How many variants one key keeps, at least one.
@@ -63,7 +63,8 @@ final class ResponseStore: Sendable {
         let capacity = max(0, memoryCapacity)
         maximumEntryCost = Int(Double(capacity) * min(1, max(0, maximumEntryShare)))
         let probationLimit = max(maximumEntryCost, Int(Double(capacity) * min(1, max(0, prefetchShare))))
-        state = Locked(State(entries: LeastRecentlyUsed(capacity: capacity, probationLimit: probationLimit)))
+        state = Locked(
+            State(entries: LeastRecentlyUsed(capacity: capacity, probationLimit: probationLimit)), rank: .store)
         self.maximumVariants = max(1, maximumVariants)
     }
 

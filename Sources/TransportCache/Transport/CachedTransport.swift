@@ -58,7 +58,7 @@ public actor CachedTransport {
     /// that a fetch's store and each step of a removal never interleave.
     ///
     /// The transport's locks, in the only order they nest (a lock is taken only while holding
-    /// locks above it, never below):
+    /// locks above it, never below; debug builds assert it, each lock carrying its ``LockRank``):
     /// 0. the one each invalidation holds throughout (``Committer/invalidate(_:endpoint:sparingPendingUpdates:)``),
     ///    so that they run one at a time; only invalidations wait for it;
     /// 1. this one, the in-flight lock, which guards the fetch graph: what is in flight and the
@@ -146,7 +146,7 @@ public actor CachedTransport {
             maximumVariants: configuration.storage.maximumVariants,
             prefetchShare: configuration.storage.prefetchShare
         )
-        let inFlight = Locked(FetchStateMachine())
+        let inFlight = Locked(FetchStateMachine(), rank: .inFlight)
         let reporter = TransportEvents(bufferLimit: configuration.stayingCurrent.changeBufferLimit, store: store)
         loader.reportMetrics { url, metrics in reporter.networkMetrics(url, metrics) }
         let committer = Committer(
