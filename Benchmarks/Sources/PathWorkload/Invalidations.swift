@@ -178,7 +178,9 @@ func timeUntilFreed(count: Int) async throws {
 /// the host that holds 99 % of the entries. It prints the invalidation's time, the misses' p50 and
 /// p99 alone (before it), and the worst miss that overlapped it; then the same misses beside a
 /// thread that only keeps a processor busy for as long, touching no transport: the worst a miss
-/// takes when it waits for no lock but shares the machine the same way.
+/// takes when it waits for no lock but shares the machine the same way. Meanwhile a third thread
+/// reads `statistics` every 100 µs, which takes the in-flight lock a join and a fetch's completion
+/// take: the worst of those reads is the longest that lock kept a caller waiting.
 func missesDuringInvalidation(count: Int, origin: LoopbackOrigin) async throws {
     let transport = try await filledTransport(count: count)
     var alone: [Int] = []
@@ -195,10 +197,12 @@ func missesDuringInvalidation(count: Int, origin: LoopbackOrigin) async throws {
         transport.invalidate(.host("api.example.com"))
         span.value = (start, monotonicNow())
     }
+    let probe = LockProbe(transport, until: invalidation)
     let during = await Task.detached {
         var misses: [(start: Int, latency: Int)] = []
         var index = 0
         invalidation.start()
+        probe.start()
         while !invalidation.isDone {
             let start = monotonicNow()
             keep(try? await transport.data(for: URLRequest(url: origin.url("/miss?run=during-\(index)"))))
@@ -208,6 +212,7 @@ func missesDuringInvalidation(count: Int, origin: LoopbackOrigin) async throws {
         return misses
     }.value
     invalidation.wait()
+    let lockDuring = probe.worst()
     let (start, end) = span.value
     let overlapping = during.filter { $0.start < end && $0.start + $0.latency > start }.map(\.latency)
     // The same span of one busy processor, with no lock in common with the misses.
@@ -220,10 +225,12 @@ func missesDuringInvalidation(count: Int, origin: LoopbackOrigin) async throws {
         keep(spin)
         busySpan.value = (busyStart, monotonicNow())
     }
+    let busyProbe = LockProbe(transport, until: busy)
     let beside = await Task.detached {
         var misses: [(start: Int, latency: Int)] = []
         var index = 0
         busy.start()
+        busyProbe.start()
         while !busy.isDone {
             let start = monotonicNow()
             keep(try? await transport.data(for: URLRequest(url: origin.url("/miss?run=busy-\(index)"))))
@@ -233,6 +240,7 @@ func missesDuringInvalidation(count: Int, origin: LoopbackOrigin) async throws {
         return misses
     }.value
     busy.wait()
+    let lockBeside = busyProbe.worst()
     let (busyStart, busyEnd) = busySpan.value
     let besideBusy = beside.filter { $0.start < busyEnd && $0.start + $0.latency > busyStart }.map(\.latency)
     print(
@@ -240,6 +248,38 @@ func missesDuringInvalidation(count: Int, origin: LoopbackOrigin) async throws {
         invalidate(.host) of \(count / 100 * 99) entries: \((end - start) / 1_000) µs
         misses alone: p50 \(alone[alone.count / 2] / 1_000) µs, p99 \(alone[alone.count * 99 / 100] / 1_000) µs
         misses during it: \(overlapping.count), worst \((overlapping.max() ?? 0) / 1_000) µs
+        the in-flight lock during it (statistics read every 100 µs): \(lockDuring.reads) reads, p99 \(lockDuring.p99 / 1_000) µs, worst \(lockDuring.worst / 1_000) µs
         misses beside a busy processor as long: \(besideBusy.count), worst \((besideBusy.max() ?? 0) / 1_000) µs
+        the in-flight lock beside it: \(lockBeside.reads) reads, p99 \(lockBeside.p99 / 1_000) µs, worst \(lockBeside.worst / 1_000) µs
         """)
+}
+
+/// Reads a transport's `statistics`, which takes the in-flight lock, every 100 µs on a thread of
+/// its own while `work` runs, timing each read.
+private final class LockProbe: Sendable {
+    private let thread: OwnThread
+    private let result = Shared<[Int]>()
+
+    init(_ transport: CachedTransport, until work: OwnThread) {
+        result.value = []
+        thread = OwnThread { [result] in
+            var reads: [Int] = []
+            while !work.isDone {
+                let start = monotonicNow()
+                keep(transport.statistics)
+                reads.append(monotonicNow() - start)
+                usleep(100)
+            }
+            result.value = reads.sorted()
+        }
+    }
+
+    func start() { thread.start() }
+
+    /// How many reads it made, their 99th percentile and the longest, once the work has ended.
+    func worst() -> (reads: Int, p99: Int, worst: Int) {
+        thread.wait()
+        let reads = result.value
+        return (reads.count, reads.isEmpty ? 0 : reads[reads.count * 99 / 100], reads.last ?? 0)
+    }
 }
