@@ -190,68 +190,64 @@ func missesDuringInvalidation(count: Int, origin: LoopbackOrigin) async throws {
         alone.append(monotonicNow() - start)
     }
     alone.sort()
-    let span = Shared<(Int, Int)>()
-    span.value = (0, 0)
-    let invalidation = OwnThread {
-        let start = monotonicNow()
-        transport.invalidate(.host("api.example.com"))
-        span.value = (start, monotonicNow())
-    }
-    let probe = LockProbe(transport, until: invalidation)
-    let during = await Task.detached {
-        var misses: [(start: Int, latency: Int)] = []
-        var index = 0
-        invalidation.start()
-        probe.start()
-        while !invalidation.isDone {
-            let start = monotonicNow()
-            keep(try? await transport.data(for: URLRequest(url: origin.url("/miss?run=during-\(index)"))))
-            misses.append((start, monotonicNow() - start))
-            index += 1
-        }
-        return misses
-    }.value
-    invalidation.wait()
-    let lockDuring = probe.worst()
-    let (start, end) = span.value
-    let overlapping = during.filter { $0.start < end && $0.start + $0.latency > start }.map(\.latency)
+    let during = await misses(
+        whileRunning: { transport.invalidate(.host("api.example.com")) }, on: transport, origin: origin, label: "during"
+    )
     // The same span of one busy processor, with no lock in common with the misses.
-    let busySpan = Shared<(Int, Int)>()
-    busySpan.value = (0, 0)
-    let busy = OwnThread {
-        let busyStart = monotonicNow()
-        var spin = 0
-        while monotonicNow() - busyStart < end - start { spin &+= 1 }
-        keep(spin)
-        busySpan.value = (busyStart, monotonicNow())
-    }
-    let busyProbe = LockProbe(transport, until: busy)
-    let beside = await Task.detached {
-        var misses: [(start: Int, latency: Int)] = []
-        var index = 0
-        busy.start()
-        busyProbe.start()
-        while !busy.isDone {
+    let length = during.end - during.start
+    let beside = await misses(
+        whileRunning: {
             let start = monotonicNow()
-            keep(try? await transport.data(for: URLRequest(url: origin.url("/miss?run=busy-\(index)"))))
-            misses.append((start, monotonicNow() - start))
-            index += 1
-        }
-        return misses
-    }.value
-    busy.wait()
-    let lockBeside = busyProbe.worst()
-    let (busyStart, busyEnd) = busySpan.value
-    let besideBusy = beside.filter { $0.start < busyEnd && $0.start + $0.latency > busyStart }.map(\.latency)
+            var spin = 0
+            while monotonicNow() - start < length { spin &+= 1 }
+            keep(spin)
+        }, on: transport, origin: origin, label: "busy")
+    let (overlapping, lockDuring, besideBusy, lockBeside) = (during.misses, during.lock, beside.misses, beside.lock)
     print(
         """
-        invalidate(.host) of \(count / 100 * 99) entries: \((end - start) / 1_000) µs
+        invalidate(.host) of \(count / 100 * 99) entries: \(length / 1_000) µs
         misses alone: p50 \(alone[alone.count / 2] / 1_000) µs, p99 \(alone[alone.count * 99 / 100] / 1_000) µs
         misses during it: \(overlapping.count), worst \((overlapping.max() ?? 0) / 1_000) µs
         the in-flight lock during it (statistics read every 100 µs): \(lockDuring.reads) reads, p99 \(lockDuring.p99 / 1_000) µs, worst \(lockDuring.worst / 1_000) µs
         misses beside a busy processor as long: \(besideBusy.count), worst \((besideBusy.max() ?? 0) / 1_000) µs
         the in-flight lock beside it: \(lockBeside.reads) reads, p99 \(lockBeside.p99 / 1_000) µs, worst \(lockBeside.worst / 1_000) µs
         """)
+}
+
+/// Runs `work` on a thread of its own while a detached task sends misses to `origin`, a new URL
+/// each, one after another, and a ``LockProbe`` times the in-flight lock.
+/// - Returns: when the work began and ended, the latencies of the misses that overlapped it, and
+///   the probe's reads.
+private func misses(
+    whileRunning work: @escaping @Sendable () -> Void, on transport: CachedTransport, origin: LoopbackOrigin,
+    label: String
+) async -> (start: Int, end: Int, misses: [Int], lock: (reads: Int, p99: Int, worst: Int)) {
+    let span = Shared<(Int, Int)>()
+    span.value = (0, 0)
+    let thread = OwnThread {
+        let start = monotonicNow()
+        work()
+        span.value = (start, monotonicNow())
+    }
+    let probe = LockProbe(transport, until: thread)
+    let all = await Task.detached {
+        var misses: [(start: Int, latency: Int)] = []
+        var index = 0
+        thread.start()
+        probe.start()
+        while !thread.isDone {
+            let start = monotonicNow()
+            keep(try? await transport.data(for: URLRequest(url: origin.url("/miss?run=\(label)-\(index)"))))
+            misses.append((start, monotonicNow() - start))
+            index += 1
+        }
+        return misses
+    }.value
+    thread.wait()
+    let lock = probe.worst()
+    let (start, end) = span.value
+    let overlapping = all.filter { $0.start < end && $0.start + $0.latency > start }.map(\.latency)
+    return (start, end, overlapping, lock)
 }
 
 /// Reads a transport's `statistics`, which takes the in-flight lock, every 100 µs on a thread of
