@@ -137,6 +137,8 @@ final class AccountDirectory: Sendable {
     /// Its bytes, which a hit compares a field's with, making no string of its own (a mismatch
     /// with ``header`` would read no account at all, as above).
     private static let headerBytes: StaticString = "X-Transport-Account"
+    /// Its length's bit (``ASCII/lengthBit(_:)``).
+    static let lengthBit: UInt64 = 1 << headerLength
 
     private struct State: Sendable {
         var identities: [String: AccountIdentity] = [:]

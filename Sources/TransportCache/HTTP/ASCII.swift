@@ -17,6 +17,12 @@ enum ASCII {
         }
     }
 
+    /// One bit for the length of `name` in bytes (bit 63 for 63 or more): a set of names ORs
+    /// theirs, and most header fields are told apart from every name of a set by their length
+    /// alone, which a native string knows without a scan.
+    @inline(__always)
+    static func lengthBit(_ name: String) -> UInt64 { 1 << UInt64(min(name.utf8.count, 63)) }
+
     /// Case-insensitive equality for header names without allocating lowercased copies.
     /// `lowercase` must already be lowercase ASCII.
     static func equalsIgnoringCase(_ lowercase: String, _ other: String) -> Bool {

@@ -12,6 +12,9 @@ struct RequestDirectives {
         "if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range", "range",
     ]
 
+    /// The lengths of the names ``read(_:_:)`` looks for (``ASCII/lengthBit(_:)``).
+    static let lengths = (conditionalHeaders + ["cache-control", "pragma"]).reduce(0) { $0 | ASCII.lengthBit($1) }
+
     /// Why the request goes to the origin as sent, past the store and coalescing, storing
     /// nothing; nil when it does not.
     private(set) var bypass: CacheOutcome.PassThroughReason?
@@ -43,7 +46,8 @@ struct RequestDirectives {
     }
 
     /// Reads one header field of the request; ``finish()`` follows the last
-    /// (``RequestFields`` reads every field once for all it needs).
+    /// (``RequestFields`` reads every field once for all it needs, and only those of the lengths
+    /// ``lengths`` holds).
     @inline(__always)
     mutating func read(_ field: String, _ value: String) {
         // Every name looked for starts with "i", "r", "c" or "p"; most header names do not.

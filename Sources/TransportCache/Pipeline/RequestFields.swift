@@ -40,10 +40,15 @@ struct RequestFields {
         var keyValues: [String?] = []
         var directives = RequestDirectives()
         var accountName: String?
-        for (field, value) in all {
+        // A field of no length looked for (most of them) costs one test.
+        let sought = keyHeaders.lengths | RequestDirectives.lengths | (readsAccount ? AccountDirectory.lengthBit : 0)
+        for (field, value) in all where sought & ASCII.lengthBit(field) != 0 {
+            if readsAccount, AccountDirectory.isHeader(field) {
+                accountName = value
+                continue
+            }
             keyHeaders.read(field, value, into: &keyValues)
             directives.read(field, value)
-            if readsAccount, AccountDirectory.isHeader(field) { accountName = value }
         }
         directives.finish()
         self.init(all: all, keyValues: keyValues, directives: directives, accountName: accountName)

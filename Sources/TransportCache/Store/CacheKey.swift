@@ -161,20 +161,16 @@ struct KeyHeaders: Sendable {
     /// The place of `authorization` in ``names``.
     private let authorization: Int?
 
-    /// One bit for each length of a name in ``names`` (bit 63 for 63 or more): most fields of a
-    /// request are told apart from every key header by their length alone.
-    private let lengths: UInt64
+    /// The lengths of ``names`` (``ASCII/lengthBit(_:)``).
+    let lengths: UInt64
 
     init(extra: some Sequence<String>) {
         var all = Set(Self.standard)
         for name in extra { all.insert(name.lowercased()) }
         names = all.sorted()
         authorization = names.firstIndex(of: "authorization")
-        lengths = names.reduce(0) { $0 | Self.lengthBit($1) }
+        lengths = names.reduce(0) { $0 | ASCII.lengthBit($1) }
     }
-
-    @inline(__always)
-    private static func lengthBit(_ name: String) -> UInt64 { 1 << UInt64(min(name.utf8.count, 63)) }
 
     /// What begins an account among the identity values: a header value holds no control
     /// character, so no header's value can pass for an account.
@@ -269,7 +265,7 @@ struct KeyHeaders: Sendable {
     /// ``values(in:)``); ``RequestFields`` reads every field once for all it needs.
     @inline(__always)
     func read(_ field: String, _ value: String, into values: inout [String?]) {
-        guard lengths & Self.lengthBit(field) != 0 else { return }
+        guard lengths & ASCII.lengthBit(field) != 0 else { return }
         readNamed(field, value, into: &values)
     }
 
