@@ -332,6 +332,34 @@ struct IndexedInvalidationTests {
         #expect(transport.statistics.memoryHits == 1)
     }
 
+    @Test("an invalidation asks its predicate under none of the transport's locks: the predicate may call it")
+    func predicateCallsTransport() async throws {
+        let urls = (0..<10).map { "https://api.example.com/items/\($0)" }
+        let transport = try transport(holding: urls)
+        let inFlight = await transport.inFlight
+        let (asked, reached) = (Locked(0), Locked(false))
+        transport.invalidate(
+            .matching { url in
+                // The first question takes, on another thread, the in-flight lock a join and a
+                // completion take, and the index's: had the invalidation held one, it would wait
+                // 30 seconds and give up.
+                if asked.withLock({ count in
+                    count += 1
+                    return count == 1
+                }) {
+                    let taken = try? Self.onAnotherThread {
+                        (inFlight.withLock { $0.fetches.count }, transport.store.index.withLock { $0.count })
+                    }
+                    reached.withLock { $0 = taken != nil }
+                }
+                return url.path == "/items/3"
+            })
+        #expect(reached.withLock { $0 })
+        #expect(asked.withLock { $0 } == urls.count)
+        #expect(transport.statistics.entries == urls.count - 1)
+        #expect(indexAgrees(transport))
+    }
+
     @Test("a fetch's completion or a join waits for one step of a large invalidation, not for all of it")
     func inFlightLockBetweenSteps() async throws {
         let count = ResponseStore.stepSize * 2_000

@@ -51,5 +51,24 @@ struct LockedTests {
             index.withLock { _ in entries.withLock { _ in } }
         }
     }
+
+    @Test("the app's code never runs under a lock: a clock read or a predicate asked under one stops a debug build")
+    func appCodeOutsideLocks() async {
+        let clock = CacheClock.continuous
+        let predicate = Endpoint.matching { _ in true }
+        let url = URL(string: "https://api.example.com/items")!
+        // Outside every lock, and under a lock outside the order, both are read.
+        #expect(Locked(0).withLock { _ in clock.reading.date <= Date() && predicate.matches(url) })
+        await #expect(processExitsWith: .failure) {
+            _ = Locked(0, rank: .inFlight).withLock { _ in CacheClock.continuous.now }
+        }
+        await #expect(processExitsWith: .failure) {
+            _ = Locked(0, rank: .store).withLock { _ in CacheClock.continuous.date }
+        }
+        await #expect(processExitsWith: .failure) {
+            let predicate = Endpoint.matching { _ in true }
+            _ = Locked(0, rank: .leaf).withLock { _ in predicate.matches(URL(string: "https://api.example.com/")!) }
+        }
+    }
     #endif
 }

@@ -85,8 +85,9 @@ extension CachedTransport {
                     if !Task.isCancelled, let url = request.url { fail(fetchID, with: error, url: url) }
                     return
                 }
+                let now = planner.policy.clock.date
                 let next = inFlight.withLock { machine -> Launch? in
-                    guard let again = machine.sendsAgain(fetchID, requestTime: planner.policy.clock.date) else {
+                    guard let again = machine.sendsAgain(fetchID, requestTime: now) else {
                         return nil
                     }
                     return launchable(again, in: &machine)

@@ -56,8 +56,9 @@ public struct Endpoint: Sendable, Hashable {
 
     /// Every URL for which `predicate` returns true.
     ///
-    /// The transport may call `predicate` while it holds its own locks (an invalidation decides
-    /// under them which entries go): keep it quick, and never call the transport from it.
+    /// The transport asks `predicate` with none of its own locks held: an invalidation asks it
+    /// about every key held or in flight before it takes any, and a per-endpoint setting is read
+    /// when a request is planned.
     public static func matching(_ predicate: @escaping @Sendable (URL) -> Bool) -> Endpoint {
         Endpoint(kind: .predicate(Predicate(predicate)))
     }
@@ -76,6 +77,9 @@ public struct Endpoint: Sendable, Hashable {
         case .host(let host):
             return url.host?.lowercased() == host
         case .predicate(let predicate):
+            #if DEBUG
+            assert(!LockRank.isHoldingAny, "an endpoint's predicate is asked with none of the transport's locks held")
+            #endif
             return predicate.matches(url)
         }
     }

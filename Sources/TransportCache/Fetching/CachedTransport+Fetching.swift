@@ -23,11 +23,11 @@ extension CachedTransport {
                 // Set before the waiter is attached (under the lock below), so whoever detaches it
                 // finds it.
                 waiter.continuation = continuation
-                let arrival = changingFetches { machine -> Arrival in
+                let arrival = arriving { reading, machine -> Arrival in
                     // Checked under the lock that `cancelWaiter` takes: a cancellation either
                     // happened before (and is seen here) or finds the waiter registered.
                     if Task.isCancelled { return .cancelled }
-                    return arrive(plan, waiter: waiter, in: &machine)
+                    return arrive(plan, waiter: waiter, at: reading, in: &machine)
                 }
                 switch arrival {
                 case .joined(let watchers): for watcher in watchers { watcher.resume() }
@@ -35,6 +35,7 @@ extension CachedTransport {
                 case .cancelled: continuation.resume(throwing: CancellationError())
                 case .launch(let launch):
                     if callerHasActor { launchOffCaller(launch) } else { self.launch(launch) }
+                case .needsClock, .declined: preconditionFailure("a caller's arrival ends with the time read")
                 }
             }
         } onCancel: {
@@ -47,14 +48,15 @@ extension CachedTransport {
     /// and then sends nothing. An entry under a pending optimistic update is revalidated once at
     /// most: the answer goes under the update and leaves the visible entry as stale as it was.
     nonisolated func revalidateInBackground(_ plan: FetchPlan) {
-        let arrival = inFlight.withLock { machine -> Arrival? in
-            guard machine.optimistic.claimBackgroundRevalidation(of: plan.key) else { return nil }
-            return arrive(plan, waiter: nil, in: &machine)
+        let arrival = arriving { reading, machine -> Arrival in
+            // Claimed once: the second arrival, with the time, has claimed it already.
+            if reading == nil, !machine.optimistic.claimBackgroundRevalidation(of: plan.key) { return .declined }
+            return arrive(plan, waiter: nil, at: reading, in: &machine)
         }
         switch arrival {
         case .launch(let launch): self.launch(launch)
         case .joined(let watchers): for watcher in watchers { watcher.resume() }
-        case .answered, .cancelled, nil: break
+        case .answered, .cancelled, .declined, .needsClock: break
         }
     }
 
@@ -62,12 +64,13 @@ extension CachedTransport {
     /// suspended caller: it joins a fetch in flight, finds the answer stored meanwhile, or starts a
     /// fetch, launched from here so that prefetches reach their host's queue in the order made.
     nonisolated func arrive(_ plan: FetchPlan, waiter: Waiter) {
-        let arrival = changingFetches { arrive(plan, waiter: waiter, in: &$0) }
+        let arrival = arriving { arrive(plan, waiter: waiter, at: $0, in: &$1) }
         switch arrival {
         case .joined(let watchers): for watcher in watchers { watcher.resume() }
         case .answered: waiter.prefetch?.end(.alreadyStored)
-        case .cancelled: waiter.prefetch?.end(.cancelled)
+        case .cancelled, .declined: waiter.prefetch?.end(.cancelled)
         case .launch(let launch): self.launch(launch)
+        case .needsClock: preconditionFailure("a prefetch's arrival ends with the time read")
         }
     }
 
@@ -82,6 +85,17 @@ extension CachedTransport {
         return result
     }
 
+    /// Runs `arrive` on the fetches in flight (``changingFetches(_:)``) without the time, which a
+    /// join does not need; when it needs it (``Arrival/needsClock``), reads the clock with the lock
+    /// released, and runs it again with that reading: the app's clock is never read under the lock.
+    @inline(__always)
+    private nonisolated func arriving(_ arrive: (ClockReading?, inout FetchStateMachine) -> Arrival) -> Arrival {
+        let arrival = changingFetches { arrive(nil, &$0) }
+        guard case .needsClock = arrival else { return arrival }
+        let reading = planner.policy.clock.reading
+        return changingFetches { arrive(reading, &$0) }
+    }
+
     /// What became of a plan arriving at the fetches in flight.
     private enum Arrival {
         /// It joined a fetch in flight (or, for a plan with no caller, found one); the tests
@@ -93,22 +107,32 @@ extension CachedTransport {
         case cancelled
         /// It started a fetch, to launch once the lock is released.
         case launch(Launch)
+        /// It could not join, and takes a stored answer or starts a fetch only with the time:
+        /// it arrives again once the clock is read (``arriving(_:)``).
+        case needsClock
+        /// A background revalidation the pending optimistic updates of its key have had already.
+        case declined
     }
 
     /// The one rule for a plan arriving with `waiter` (nil for a background revalidation): join
     /// the fetch in flight its sharing allows, else take an answer stored meanwhile when it may,
-    /// else start a fetch. Call with the in-flight lock held.
-    private nonisolated func arrive(_ plan: FetchPlan, waiter: Waiter?, in machine: inout FetchStateMachine) -> Arrival
-    {
+    /// else start a fetch, both at `reading` (nil until the clock is read: then it ends with
+    /// ``Arrival/needsClock``). Call with the in-flight lock held.
+    private nonisolated func arrive(
+        _ plan: FetchPlan, waiter: Waiter?, at reading: ClockReading?, in machine: inout FetchStateMachine
+    ) -> Arrival {
         if let watchers = machine.join(waiter, key: plan.key, sharing: plan.sharing) { return .joined(watchers) }
-        if plan.mayTakeStoredAnswer, let stored = planner.storedAnswer(for: plan, reads: waiter?.reads ?? true) {
+        guard let reading else { return .needsClock }
+        if plan.mayTakeStoredAnswer,
+            let stored = planner.storedAnswer(for: plan, reads: waiter?.reads ?? true, at: reading.now)
+        {
             return .answered(stored)
         }
         if waiter == nil { store.record { $0.backgroundRevalidations += 1 } }
         // A credential's refresh's own request: never prepared, and never waiting for a refresh.
         let started = machine.start(
             key: plan.key, request: plan.request, reason: plan.reason, isReload: plan.isReload,
-            requestTime: planner.policy.clock.date, starter: waiter,
+            requestTime: reading.date, settings: plan.settings, starter: waiter,
             bypassesPreparation: preparation != nil && RequestPreparation.isInsideRefresh)
         return .launch(launchable(started, in: &machine))
     }
@@ -210,8 +234,9 @@ extension CachedTransport {
     /// Releases a cancelled caller at once; cancels the fetch when it was the last one waiting.
     nonisolated func cancelWaiter(_ waiter: Waiter) {
         var next: Launch?
+        let now = planner.policy.clock.date
         let action = inFlight.withLock { machine in
-            let action = machine.leave(waiter, requestTime: planner.policy.clock.date)
+            let action = machine.leave(waiter, requestTime: now)
             if case .resumeAndCancel(_, let queued?) = action { next = launchQueued(queued, in: &machine) }
             return action
         }

@@ -53,8 +53,10 @@ extension CachedTransport {
     ) {
         let duration = reporter.fetchEnded(interval, with: result)
         let result = result.map { data, response in (data, committer.prepared(response)) }
+        let reading = planner.policy.clock.reading
         let action = inFlight.withLock { machine in
-            completionStep(of: fetchID, with: result, duration: duration, refused: refused, in: &machine)
+            completionStep(
+                of: fetchID, with: result, duration: duration, refused: refused, at: reading, in: &machine)
         }
         carryOut(action, of: interval.url)
     }
@@ -67,8 +69,9 @@ extension CachedTransport {
     /// Completes fetch `fetchID` with `result`, reported and read already: an error that arose
     /// before its request was sent, or a refusal that stays its answer.
     nonisolated func settle(_ fetchID: Int, with result: Result<(Data, URLResponse), any Error>, url: URL) {
+        let reading = planner.policy.clock.reading
         let action = inFlight.withLock { machine in
-            completionStep(of: fetchID, with: result, duration: .zero, in: &machine)
+            completionStep(of: fetchID, with: result, duration: .zero, at: reading, in: &machine)
         }
         carryOut(action, of: url)
     }
@@ -104,48 +107,51 @@ extension CachedTransport {
     }
 
     /// The completion's step: retry, or take a `304`, then store the answer and answer each caller.
-    /// `result` is the answer as the transport reads it (``Committer/prepared(_:)``). Call with
-    /// the in-flight lock held.
+    /// `result` is the answer as the transport reads it (``Committer/prepared(_:)``), received at
+    /// `reading`, the clock read before the lock. Call with the in-flight lock held.
     nonisolated func completionStep(
         of fetchID: Int, with result: Result<(Data, URLResponse), any Error>, duration: Duration,
-        refused: Bool = false, in machine: inout FetchStateMachine
+        refused: Bool = false, at reading: ClockReading, in machine: inout FetchStateMachine
     ) -> CompletionAction {
         guard let fetch = machine.fetches[fetchID] else { return .none }  // Every caller left.
         if refused, let (request, stamp, stage, again) = reauthentication(of: fetch, in: &machine) {
             return .reauthenticate(
                 fetchID: fetchID, stage: stage, request: request, stamp: stamp, again: again, refusal: result)
         }
-        if let delay = retryDelay(of: fetch, after: result) {
+        if let delay = retryDelay(of: fetch, after: result, at: reading.date) {
             let (attempt, stage) = machine.attemptFailedToRetry(fetch)
             return .retry(fetchID: fetchID, attempt: attempt, stage: stage, delay: delay)
         }
-        guard let fetched = takeNotModified(result, for: fetch, in: &machine) else {
+        guard let fetched = takeNotModified(result, for: fetch, at: reading, in: &machine) else {
             // The entry it asked about is gone: sent again without conditions.
-            _ = machine.sendsAgain(fetchID, requestTime: planner.policy.clock.date)
+            _ = machine.sendsAgain(fetchID, requestTime: reading.date)
             let stage = machine.sending(fetch, revalidating: nil)
             return .resend(
                 Launch(
                     id: fetchID, request: fetch.request, reason: fetch.reason, isConditional: false, key: fetch.key,
                     prepares: !fetch.bypassesPreparation, stage: stage, priority: fetch.priority))
         }
-        guard let completed = machine.complete(fetchID, requestTime: planner.policy.clock.date) else { return .none }
+        guard let completed = machine.complete(fetchID, requestTime: reading.date) else { return .none }
         var callers = CallerAnswers(completed.waiters, of: fetch, duration: duration)
         var launches: [Launch]
         switch fetched {
         case .failed(let error):
-            answerFailure(error, of: fetch, to: &callers)
+            answerFailure(error, of: fetch, to: &callers, at: reading.now)
             launches = []
         case .fetched(let data, let response):
-            let storage = committer.commitFetched(data, response: response, for: fetch, in: &machine)
+            let storage = committer.commitFetched(data, response: response, for: fetch, at: reading, in: &machine)
             if fetch.isBackground, case .notStored(let reason) = storage, reason.refusesAnswer {
                 store.record { $0.failedBackgroundRevalidations += 1 }
             }
             // A server error stored on its own explicit freshness is the origin's answer to give.
-            if case .notStored = storage { answerStaleAfterServerError(response, of: fetch, to: &callers) }
+            if case .notStored = storage {
+                answerStaleAfterServerError(response, of: fetch, to: &callers, at: reading.now)
+            }
             launches = answerCallers(
-                data, response, storage, revalidated: false, of: fetch, to: &callers, in: &machine)
+                data, response, storage, revalidated: false, of: fetch, to: &callers, at: reading.date, in: &machine)
         case .notModified(let data, let response, let storage):
-            launches = answerCallers(data, response, storage, revalidated: true, of: fetch, to: &callers, in: &machine)
+            launches = answerCallers(
+                data, response, storage, revalidated: true, of: fetch, to: &callers, at: reading.date, in: &machine)
         }
         // Made once the answer is stored: the refreshes' fetch is conditional on what it stored.
         if let next = completed.next { launches.append(launchQueued(next, in: &machine)) }
@@ -157,7 +163,8 @@ extension CachedTransport {
     /// (invalidated, evicted or replaced while the request was in flight) and callers wait: the
     /// fetch is then sent again without conditions, so no caller ever gets the empty body of a 304.
     private nonisolated func takeNotModified(
-        _ result: Result<(Data, URLResponse), any Error>, for fetch: Fetch, in machine: inout FetchStateMachine
+        _ result: Result<(Data, URLResponse), any Error>, for fetch: Fetch, at reading: ClockReading,
+        in machine: inout FetchStateMachine
     ) -> FetchedAnswer? {
         let data: Data
         let fetched: URLResponse
@@ -169,7 +176,9 @@ extension CachedTransport {
             notModified.statusCode == 304
         else { return .fetched(data, fetched) }
         machine.notModifiedTaken(by: fetch)
-        if let confirmed = committer.commitNotModified(notModified, confirming: validated, for: fetch, in: &machine) {
+        if let confirmed = committer.commitNotModified(
+            notModified, confirming: validated, for: fetch, at: reading, in: &machine)
+        {
             return .notModified(confirmed.data, confirmed.response, confirmed.storage)
         }
         // Without callers (a background revalidation of an entry dropped meanwhile) the 304 is
@@ -179,7 +188,9 @@ extension CachedTransport {
 
     /// Answers each caller of a failed fetch: with the stored entry, marked stale, when
     /// ``Configuration/Freshness/staleIfError`` allows it, else with the error.
-    private nonisolated func answerFailure(_ error: any Error, of fetch: Fetch, to callers: inout CallerAnswers) {
+    private nonisolated func answerFailure(
+        _ error: any Error, of fetch: Fetch, to callers: inout CallerAnswers, at now: ContinuousClock.Instant
+    ) {
         if fetch.isBackground { store.record { $0.failedBackgroundRevalidations += 1 } }
         for position in callers.positions {
             guard let waiter = callers.waiter(at: position) else { continue }
@@ -189,7 +200,7 @@ extension CachedTransport {
             // A revalidation asked the origin, not the store: its failure is its answer.
             if waiter.reason != .revalidation,
                 let stale = planner.answerAfterFailure(
-                    of: fetch.key, fields: waiter.request.allHTTPHeaderFields, error: error, outcome: attempt)
+                    of: fetch.key, fields: waiter.request.allHTTPHeaderFields, error: error, outcome: attempt, at: now)
             {
                 callers.answer(position, with: .success(stale))
             } else {
@@ -202,7 +213,7 @@ extension CachedTransport {
     /// (``RequestPlanner/answerAfterServerError(of:fields:response:outcome:)``), with that entry;
     /// the others get `response`.
     private nonisolated func answerStaleAfterServerError(
-        _ response: URLResponse, of fetch: Fetch, to callers: inout CallerAnswers
+        _ response: URLResponse, of fetch: Fetch, to callers: inout CallerAnswers, at now: ContinuousClock.Instant
     ) {
         for position in callers.positions {
             guard let waiter = callers.waiter(at: position), waiter.reason != .revalidation else { continue }
@@ -210,7 +221,8 @@ extension CachedTransport {
                 source: .network(waiter.reason), joinedFetch: !fetch.wasStarted(by: waiter),
                 networkDuration: callers.duration)
             if let stale = planner.answerAfterServerError(
-                of: fetch.key, fields: waiter.request.allHTTPHeaderFields, response: response, outcome: attempt)
+                of: fetch.key, fields: waiter.request.allHTTPHeaderFields, response: response, outcome: attempt,
+                at: now)
             {
                 callers.answer(position, with: .success(stale))
             }
@@ -222,7 +234,7 @@ extension CachedTransport {
     /// - Returns: those fetches, to launch.
     private nonisolated func answerCallers(
         _ data: Data, _ response: URLResponse, _ storage: CacheOutcome.Storage, revalidated: Bool, of fetch: Fetch,
-        to callers: inout CallerAnswers, in machine: inout FetchStateMachine
+        to callers: inout CallerAnswers, at date: Date, in machine: inout FetchStateMachine
     ) -> [Launch] {
         let vary = Vary.names(of: response)
         let starterFields = vary.isEmpty ? nil : fetch.request.allHTTPHeaderFields
@@ -251,7 +263,7 @@ extension CachedTransport {
         // Coalesced on the key, but the answer cannot serve these callers' requests: they need
         // representations of their own.
         return Vary.groups(unmatched, varyingOn: vary, fields: { $0.request.allHTTPHeaderFields }).map { group in
-            launchable(machine.restart(group, from: fetch, requestTime: planner.policy.clock.date), in: &machine)
+            launchable(machine.restart(group, from: fetch, requestTime: date), in: &machine)
         }
     }
 
@@ -265,12 +277,12 @@ extension CachedTransport {
     /// as ``Configuration/Network/retryPolicy`` says; nil when the result is final. Call with the
     /// in-flight lock held.
     private nonisolated func retryDelay(
-        of fetch: Fetch, after result: Result<(Data, URLResponse), any Error>
+        of fetch: Fetch, after result: Result<(Data, URLResponse), any Error>, at date: Date
     ) -> Duration? {
         // `GET` and `HEAD` only: a query `POST` shares the fetch path, not the retries.
         guard let retryPolicy, fetch.key.method != "POST" else { return nil }
         return retryPolicy.delay(
-            after: result, attempt: fetch.attempt, now: planner.policy.clock.date, random: .random(in: 0...1))
+            after: result, attempt: fetch.attempt, now: date, random: .random(in: 0...1))
     }
 
     /// The wait before fetch `fetchID`'s next attempt: it then sends the fetch's request again
@@ -281,8 +293,9 @@ extension CachedTransport {
         return TaskLoad(
             task: Task {
                 do { try await clock.sleep(for: delay) } catch { return }
+                let now = clock.date
                 let next = inFlight.withLock { machine -> Launch? in
-                    guard let again = machine.sendsAgain(fetchID, requestTime: clock.date) else { return nil }
+                    guard let again = machine.sendsAgain(fetchID, requestTime: now) else { return nil }
                     store.record { $0.retries += 1 }
                     return launchable(again, in: &machine)
                 }

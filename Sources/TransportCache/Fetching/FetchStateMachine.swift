@@ -62,7 +62,7 @@ struct FetchStateMachine: Sendable {
         lastIdentifier += 1
         let next = Fetch(
             id: lastIdentifier, key: key, request: waiter.request, reason: .refresh, isReload: true,
-            requestTime: fetch.requestTime, starter: waiter)
+            requestTime: fetch.requestTime, settings: fetch.settings, starter: waiter)
         next.queuedBehind = fetch.id
         fetch.next = next
         fetches[next.id] = next
@@ -86,13 +86,14 @@ struct FetchStateMachine: Sendable {
     /// - Parameter bypassesPreparation: it is a credential refresh's own (``Fetch/bypassesPreparation``).
     mutating func start(
         key: CacheKey, request: URLRequest, reason: Plan.FetchReason, isReload: Bool, requestTime: Date,
-        starter: Waiter?, isJoinable: Bool = true, bypassesPreparation: Bool = false
+        settings: FreshnessPolicy.Settings, starter: Waiter?, isJoinable: Bool = true,
+        bypassesPreparation: Bool = false
     ) -> (id: Int, fetch: Fetch) {
         lastIdentifier += 1
         let fetchID = lastIdentifier
         let fetch = Fetch(
             id: fetchID, key: key, request: request, reason: reason, isReload: isReload, requestTime: requestTime,
-            starter: starter)
+            settings: settings, starter: starter)
         fetch.bypassesPreparation = bypassesPreparation
         if let starter { attach(starter, to: fetch, id: fetchID) }
         fetches[fetchID] = fetch
@@ -253,7 +254,7 @@ struct FetchStateMachine: Sendable {
     mutating func restart(_ group: [Waiter], from fetch: Fetch, requestTime: Date) -> (id: Int, fetch: Fetch) {
         let started = start(
             key: fetch.key, request: group[0].request, reason: group[0].reason, isReload: fetch.isReload,
-            requestTime: requestTime, starter: group[0], isJoinable: false)
+            requestTime: requestTime, settings: fetch.settings, starter: group[0], isJoinable: false)
         for waiter in group.dropFirst() { attach(waiter, to: started.fetch, id: started.id) }
         return started
     }
@@ -378,6 +379,8 @@ final class Fetch: @unchecked Sendable {
     let reason: Plan.FetchReason
     /// Started to reload (see ``FetchPlan/Sharing/reloads``): reload requests may share it.
     let isReload: Bool
+    /// Its URL's maximum age and stale window (``FetchPlan/settings``).
+    let settings: FreshnessPolicy.Settings
     /// The caller that started it, which gets its answer whatever the answer's `Vary` says; nil
     /// for a background revalidation.
     private let starter: Waiter?
@@ -448,9 +451,10 @@ final class Fetch: @unchecked Sendable {
 
     init(
         id: Int, key: CacheKey, request: URLRequest, reason: Plan.FetchReason, isReload: Bool, requestTime: Date,
-        starter: Waiter?
+        settings: FreshnessPolicy.Settings, starter: Waiter?
     ) {
         self.id = id
+        self.settings = settings
         order = id
         self.key = key
         self.request = request

@@ -197,6 +197,10 @@ package enum LockRank: Int, Sendable {
     }
     #endif
 
+    /// Whether this thread holds any lock of the order: the app's code (a clock, an endpoint's
+    /// predicate) is never called then.
+    package static var isHoldingAny: Bool { !held.ranks.isEmpty }
+
     static func enter(_ rank: LockRank) {
         let held = Self.held
         if let innermost = held.ranks.last {

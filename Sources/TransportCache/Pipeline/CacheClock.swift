@@ -18,8 +18,7 @@ public struct CacheClock: Sendable {
     private let sleepFor: @Sendable (Duration) async throws -> Void
 
     /// A clock that reads `now` and `date`, and waits with `sleep`. The three must advance
-    /// together. The transport may read the first two while it holds its own locks: never call
-    /// the transport from them.
+    /// together. The transport reads them with none of its locks held.
     ///
     /// - Parameters:
     ///   - now: the instant entries age by.
@@ -43,16 +42,39 @@ public struct CacheClock: Sendable {
     public static let continuous = CacheClock(now: { .now }, date: { Date() })
 
     /// The current instant, by which stored entries age.
-    public var now: ContinuousClock.Instant { readNow() }
+    public var now: ContinuousClock.Instant {
+        #if DEBUG
+        assert(!LockRank.isHoldingAny, "the clock is read with none of the transport's locks held")
+        #endif
+        return readNow()
+    }
 
     /// The current wall-clock time.
-    public var date: Date { readDate() }
+    public var date: Date {
+        #if DEBUG
+        assert(!LockRank.isHoldingAny, "the clock is read with none of the transport's locks held")
+        #endif
+        return readDate()
+    }
+
+    /// Both readings, taken together: what the transport reads before it takes a lock, so that
+    /// the app's clock is never read under one.
+    var reading: ClockReading { ClockReading(now: now, date: date) }
 
     /// Waits for `duration` by this clock.
     /// - Throws: `CancellationError` when the waiting task is cancelled.
     public func sleep(for duration: Duration) async throws {
         try await sleepFor(duration)
     }
+}
+
+/// A ``CacheClock``'s two readings, taken once before the transport takes a lock
+/// (``CacheClock/reading``) and passed to what decides under it.
+struct ClockReading: Sendable {
+    /// The instant entries age by.
+    let now: ContinuousClock.Instant
+    /// The wall-clock time.
+    let date: Date
 }
 
 /// A ``CacheClock`` that moves only when told to, so that tests age entries, and let retries and

@@ -64,11 +64,13 @@ final class Committer: Sendable {
     }
 
     /// Stores a fetched answer (already ``prepared(_:)``) when it may be stored, and queues
-    /// ``CacheChange/updated(_:)`` when its bytes changed. Call with the in-flight lock held.
-    func commitFetched(_ data: Data, response: URLResponse, for fetch: Fetch, in machine: inout FetchStateMachine)
-        -> CacheOutcome.Storage
-    {
-        let storage = write(data, response: response, for: fetch, in: &machine)
+    /// ``CacheChange/updated(_:)`` when its bytes changed, received at `reading`. Call with the
+    /// in-flight lock held.
+    func commitFetched(
+        _ data: Data, response: URLResponse, for fetch: Fetch, at reading: ClockReading,
+        in machine: inout FetchStateMachine
+    ) -> CacheOutcome.Storage {
+        let storage = write(data, response: response, for: fetch, at: reading, in: &machine)
         if let url = fetch.request.url { report(storage, of: url, bytes: data.count) }
         return storage
     }
@@ -80,13 +82,14 @@ final class Committer: Sendable {
         }
     }
 
-    private func write(_ data: Data, response: URLResponse, for fetch: Fetch, in machine: inout FetchStateMachine)
-        -> CacheOutcome.Storage
-    {
+    private func write(
+        _ data: Data, response: URLResponse, for fetch: Fetch, at reading: ClockReading,
+        in machine: inout FetchStateMachine
+    ) -> CacheOutcome.Storage {
         // A fetch superseded in flight leaves the reason its key left (an invalidation) in place.
         if let superseded = fetch.supersededBecause { return .notStored(superseded) }
         let entry: StoredResponse
-        switch storability(of: data, response: response, for: fetch) {
+        switch storability(of: data, response: response, for: fetch, at: reading) {
         case .storable(let storable): entry = storable
         case .notStorable(let reason):
             // The key was asked for anew and answered: why it once left no longer explains a miss.
@@ -125,9 +128,9 @@ final class Committer: Sendable {
     ///   longer stored.
     func commitNotModified(
         _ notModified: HTTPURLResponse, confirming validated: StoredResponse, for fetch: Fetch,
-        in machine: inout FetchStateMachine
+        at reading: ClockReading, in machine: inout FetchStateMachine
     ) -> (data: Data, response: URLResponse, storage: CacheOutcome.Storage)? {
-        let confirmed = merge(notModified, confirming: validated, for: fetch, in: &machine)
+        let confirmed = merge(notModified, confirming: validated, for: fetch, at: reading, in: &machine)
         if let confirmed, let url = fetch.request.url {
             report(confirmed.storage, of: url, bytes: confirmed.data.count)
         }
@@ -136,7 +139,7 @@ final class Committer: Sendable {
 
     private func merge(
         _ notModified: HTTPURLResponse, confirming validated: StoredResponse, for fetch: Fetch,
-        in machine: inout FetchStateMachine
+        at reading: ClockReading, in machine: inout FetchStateMachine
     ) -> (data: Data, response: URLResponse, storage: CacheOutcome.Storage)? {
         let merged = NotModifiedMerge.merge(validated.response, with: notModified)
         let answer = { (storage: CacheOutcome.Storage) in (validated.data, merged.answered, storage) }
@@ -148,7 +151,7 @@ final class Committer: Sendable {
             return answer(.notStored(superseded))
         }
         let updated: StoredResponse
-        switch storability(of: validated.data, response: merged.stored, for: fetch) {
+        switch storability(of: validated.data, response: merged.stored, for: fetch, at: reading) {
         case .storable(let storable): updated = storable
         case .notStorable(let reason):
             // The origin now says the representation may not be stored (`no-store`), varies on
@@ -182,22 +185,32 @@ final class Committer: Sendable {
     /// Not stored: what is not HTTP, a `206` or a `304`, a status outside the storable ones (or,
     /// following HTTP, one HTTP does not let a cache store), a `Set-Cookie`, a `no-store` the
     /// override left, a `Vary: *`, and an entry larger than the largest the store takes.
+    ///
+    /// The entry lives as long as `settings` (its URL's, read with no lock held) and HTTP say for
+    /// an answer to a request sent at `requestTime` and received at `reading`.
     func storability(
-        of data: Data, response: URLResponse, key: CacheKey, request: URLRequest, requestTime: Date
+        of data: Data, response: URLResponse, key: CacheKey, request: URLRequest, requestTime: Date,
+        settings: FreshnessPolicy.Settings, at reading: ClockReading
     ) -> Storability {
         if let reason = reasonNotToStore(response) { return .notStorable(reason) }
-        guard let entry = entry(data, response: response, key: key, request: request, requestTime: requestTime)
+        guard
+            let entry = entry(
+                data, response: response, key: key, request: request, requestTime: requestTime, settings: settings,
+                at: reading)
         else { return .notStorable(.variesOnEverything) }
         guard store.fits(entry.cost) else { return .notStorable(.tooLarge) }
         return .storable(entry)
     }
 
-    /// ``storability(of:response:key:request:requestTime:)`` of what `fetch` brought; an answer
-    /// too large to keep, which its callers still get, is counted in
+    /// ``storability(of:response:key:request:requestTime:settings:at:)`` of what `fetch` brought;
+    /// an answer too large to keep, which its callers still get, is counted in
     /// ``CacheStatistics/rejectedTooLarge``.
-    private func storability(of data: Data, response: URLResponse, for fetch: Fetch) -> Storability {
+    private func storability(of data: Data, response: URLResponse, for fetch: Fetch, at reading: ClockReading)
+        -> Storability
+    {
         let verdict = storability(
-            of: data, response: response, key: fetch.key, request: fetch.request, requestTime: fetch.requestTime)
+            of: data, response: response, key: fetch.key, request: fetch.request, requestTime: fetch.requestTime,
+            settings: fetch.settings, at: reading)
         if case .notStorable(.tooLarge) = verdict { store.record { $0.rejectedTooLarge += 1 } }
         return verdict
     }
@@ -229,11 +242,12 @@ final class Committer: Sendable {
     /// The entry for `data` and `response` as the answer to `request`, stored under `key`,
     /// asked for at `requestTime`; nil when its `Vary` is `*`. Its response carries the outcome of
     /// a fresh answer from memory, so that a hit hands it over as it is.
-    private func entry(_ data: Data, response: URLResponse, key: CacheKey, request: URLRequest, requestTime: Date)
-        -> StoredResponse?
-    {
+    private func entry(
+        _ data: Data, response: URLResponse, key: CacheKey, request: URLRequest, requestTime: Date,
+        settings: FreshnessPolicy.Settings, at reading: ClockReading
+    ) -> StoredResponse? {
         let names = Vary.names(of: response)
-        guard !names.contains("*"), let url = request.url else { return nil }
+        guard !names.contains("*"), request.url != nil else { return nil }
         let http = response as? HTTPURLResponse
         let stored =
             (response as? TransportHTTPURLResponse)?.outcome == .fresh
@@ -245,8 +259,9 @@ final class Committer: Sendable {
             selector: Vary.selector(names: names, requestFields: request.allHTTPHeaderFields, keyHeaders: keyHeaders),
             request: request,
             cost: Self.cost(of: data, response: http, key: key),
-            storedAt: policy.clock.now,
-            lifetime: policy.lifetime(of: response, url: url, requestTime: requestTime),
+            storedAt: reading.now,
+            lifetime: policy.lifetime(
+                of: response, settings: settings, requestTime: requestTime, responseTime: reading.date),
             entityTag: http?.headerValue("etag"),
             lastModified: http?.headerValue("last-modified")
         )
@@ -452,6 +467,7 @@ final class Committer: Sendable {
     func invalidate(
         _ selection: ResponseStore.KeySelection, endpoint: Endpoint? = nil, sparingPendingUpdates: Bool = false
     ) -> Departure {
+        let selection = askingPredicate(selection)
         var departure = invalidations.withLock { _ -> Departure in
             var departure = Departure()
             let begun = inFlight.withLock { machine in
@@ -478,6 +494,17 @@ final class Committer: Sendable {
         released.release()
         publishQueuedChanges()
         return departure
+    }
+
+    /// `selection`, an endpoint made from a predicate made the keys it matches: the predicate, the
+    /// app's code, is asked with no lock held, about every key held, in flight or under a pending
+    /// update when it is called. Any other selection as it is: the store's index finds its keys.
+    /// - Complexity: O(n) in those keys for a predicate.
+    private func askingPredicate(_ selection: ResponseStore.KeySelection) -> ResponseStore.KeySelection {
+        guard case .endpoint(let endpoint) = selection, case .predicate = endpoint.selection else { return selection }
+        var candidates = inFlight.withLock { $0.keysInFlight.union($0.optimistic.pendingKeys) }
+        candidates.formUnion(store.index.withLock { $0.keys })
+        return .keys(candidates.filter { endpoint.matches(normalizedURL: $0.url) })
     }
 
     /// An invalidation's first step (``invalidate(_:endpoint:sparingPendingUpdates:)``), under the

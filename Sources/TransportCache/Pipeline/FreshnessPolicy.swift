@@ -35,15 +35,36 @@ struct FreshnessPolicy: Sendable {
 
     // MARK: - When an answer is stored
 
-    /// How long `response`, fetched for `url` by a request sent at `requestTime`, stays fresh
-    /// once stored now.
-    func lifetime(of response: URLResponse, url: URL, requestTime: Date) -> EntryLifetime {
-        let maximumAge = maximumAges.value(for: url) ?? maximumAge
-        let staleWindow = staleWindows.value(for: url) ?? staleWindow
-        guard followsHTTPCaching, let http = response as? HTTPURLResponse else {
-            return EntryLifetime(freshFor: maximumAge, staleWindow: staleWindow)
+    /// The configured maximum age and stale-while-revalidate window of one URL.
+    struct Settings: Sendable {
+        let maximumAge: Duration?
+        let staleWindow: Duration?
+    }
+
+    /// The settings of `url`: its endpoint's (``CachedTransport/Configuration/Freshness/maximumAges``,
+    /// ``CachedTransport/Configuration/Freshness/staleWhileRevalidateWindows``), else the general
+    /// ones. Read when a fetch is planned or an answer written, with no lock held: an endpoint
+    /// made from a predicate asks the app's code.
+    func settings(for url: URL?) -> Settings {
+        guard let url, !maximumAges.isEmpty || !staleWindows.isEmpty else {
+            return Settings(maximumAge: maximumAge, staleWindow: staleWindow)
         }
-        return httpLifetime(of: http, requestTime: requestTime, maximumAge: maximumAge, staleWindow: staleWindow)
+        return Settings(
+            maximumAge: maximumAges.value(for: url) ?? maximumAge,
+            staleWindow: staleWindows.value(for: url) ?? staleWindow)
+    }
+
+    /// How long `response`, fetched by a request sent at `requestTime` for a URL whose settings
+    /// are `settings`, stays fresh once stored, received at `responseTime`.
+    func lifetime(of response: URLResponse, settings: Settings, requestTime: Date, responseTime: Date)
+        -> EntryLifetime
+    {
+        guard followsHTTPCaching, let http = response as? HTTPURLResponse else {
+            return EntryLifetime(freshFor: settings.maximumAge, staleWindow: settings.staleWindow)
+        }
+        return httpLifetime(
+            of: http, requestTime: requestTime, responseTime: responseTime, maximumAge: settings.maximumAge,
+            staleWindow: settings.staleWindow)
     }
 
     /// The lifetime HTTP gives `response` as a private cache computes it (RFC 9111 section 4.2):
@@ -52,9 +73,9 @@ struct FreshnessPolicy: Sendable {
     /// corrected initial age. `s-maxage` is for shared caches and ignored. The response's own
     /// `stale-while-revalidate` takes precedence over the configured window.
     private func httpLifetime(
-        of response: HTTPURLResponse, requestTime: Date, maximumAge: Duration?, staleWindow: Duration?
+        of response: HTTPURLResponse, requestTime: Date, responseTime: Date, maximumAge: Duration?,
+        staleWindow: Duration?
     ) -> EntryLifetime {
-        let responseTime = clock.date
         let cacheControl = CacheControl(response.headerValue("cache-control"))
         // `Pragma` counts only where `Cache-Control` is absent (RFC 9111 section 5.4).
         let pragmaNoCache =
@@ -156,20 +177,40 @@ struct FreshnessPolicy: Sendable {
         case anyAge
     }
 
-    /// What `entry` is worth now to a request that weighs entries as `acceptance` says.
-    ///
-    /// When no entry can go stale (``entriesExpire`` is false) every entry is fresh, and the clock
-    /// is not read: a hit then handles no instant at all, a resilient type whose every copy goes
-    /// through the runtime.
-    func verdict(for entry: StoredResponse, acceptance: Acceptance) -> Verdict {
-        guard entriesExpire else { return .fresh }
-        return verdict(for: entry, at: clock.now, acceptance: acceptance)
+    /// The time a lookup judges entries at (``verdict(for:acceptance:at:)``), read before the
+    /// lookup takes the store's lock: as the time since ``origin``, a `Duration`, which a hit
+    /// copies for nothing, rather than an instant, a resilient type whose every copy goes
+    /// through the runtime. Nil when no entry can go stale (``entriesExpire`` is false): the clock
+    /// is then not read at all.
+    var lookupTime: Duration? { entriesExpire ? clock.now - Self.origin : nil }
+
+    /// The time at `now` (``lookupTime``'s measure), or nil when no entry can go stale.
+    func lookupTime(at now: ContinuousClock.Instant) -> Duration? {
+        entriesExpire ? now - Self.origin : nil
     }
 
-    /// The age an answer from `entry` declares (RFC 9111 section 5.1), when it keeps one.
-    func age(of entry: StoredResponse) -> Duration? {
-        guard entry.initialAge != nil else { return nil }
-        return entry.currentAge(at: clock.now)
+    /// What ``lookupTime`` counts from.
+    private static let origin = ContinuousClock.now
+
+    /// What `entry` is worth at `time` (``lookupTime``) to a request that weighs entries as
+    /// `acceptance` says: fresh whenever `time` is nil, since no entry can go stale.
+    @inline(__always)
+    func verdict(for entry: StoredResponse, acceptance: Acceptance, at time: Duration?) -> Verdict {
+        guard let time else { return .fresh }
+        return verdict(for: entry, at: Self.origin + time, acceptance: acceptance)
+    }
+
+    /// The age an answer from `entry` declares at `time` (``lookupTime``; RFC 9111 section 5.1),
+    /// when it keeps one.
+    @inline(__always)
+    func age(of entry: StoredResponse, at time: Duration?) -> Duration? {
+        guard let time, entry.initialAge != nil else { return nil }
+        return age(of: entry, atTime: time)
+    }
+
+    @inline(never)
+    private func age(of entry: StoredResponse, atTime time: Duration) -> Duration? {
+        entry.currentAge(at: Self.origin + time)
     }
 
     /// The wall-clock time `entry` was stored.
@@ -213,7 +254,9 @@ struct FreshnessPolicy: Sendable {
     /// own `stale-if-error` window past its freshness (RFC 5861 section 4). Never a `no-cache` or
     /// `must-revalidate` entry, nor, following HTTP, one whose `proxy-revalidate` or `s-maxage`
     /// forbids a shared cache to serve it stale.
-    func mayAnswerAfterFailure(_ entry: StoredResponse, whenConfigured configured: Bool) -> Bool {
+    func mayAnswerAfterFailure(
+        _ entry: StoredResponse, whenConfigured configured: Bool, at now: ContinuousClock.Instant
+    ) -> Bool {
         guard !entry.mustRevalidate else { return false }
         guard followsHTTPCaching, let http = entry.response as? HTTPURLResponse else { return configured }
         let cacheControl = CacheControl(http.headerValue("cache-control"))
@@ -221,7 +264,7 @@ struct FreshnessPolicy: Sendable {
         if configured { return true }
         guard let window = cacheControl.staleIfError?.seconds else { return false }
         guard let expiresAt = entry.expiresAt else { return true }
-        return clock.now - expiresAt <= .seconds(window)
+        return now - expiresAt <= .seconds(window)
     }
 
     private func isExpired(_ entry: StoredResponse, at now: ContinuousClock.Instant) -> Bool {

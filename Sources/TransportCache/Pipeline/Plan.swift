@@ -71,11 +71,15 @@ final class FetchPlan: Sendable {
     /// Whether anyone listened to the transport's events when it was planned, when the plan's
     /// lookup read it: its answer is reported then without asking again.
     let isObserved: Bool?
+    /// Its URL's maximum age and stale window, read when it was planned, with no lock held: what
+    /// its fetch stores lives that long.
+    let settings: FreshnessPolicy.Settings
 
     init(
         request: URLRequest, key: CacheKey, fields: [String: String]?, reason: Plan.FetchReason,
-        acceptance: FreshnessPolicy.Acceptance, isObserved: Bool?
+        acceptance: FreshnessPolicy.Acceptance, isObserved: Bool?, settings: FreshnessPolicy.Settings
     ) {
+        self.settings = settings
         self.request = request
         self.key = key
         self.fields = fields

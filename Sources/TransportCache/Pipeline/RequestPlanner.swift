@@ -149,7 +149,7 @@ final class RequestPlanner: Sendable {
             return .fetch(
                 FetchPlan(
                     request: request, key: key, fields: fields, reason: reloadReason, acceptance: acceptance,
-                    isObserved: nil))
+                    isObserved: nil, settings: policy.settings(for: url)))
         }
 
         return fromMemoryOrFetched(
@@ -168,8 +168,8 @@ final class RequestPlanner: Sendable {
         var missReason = Plan.FetchReason.noEntry
         var isObserved = false
         if let answer = memoryAnswer(
-            key: key, fields: fields, acceptance: acceptance, isPlanning: !prefetching, touches: !prefetching,
-            missReason: &missReason, isObserved: &isObserved)
+            key: key, fields: fields, acceptance: acceptance, at: policy.lookupTime, isPlanning: !prefetching,
+            touches: !prefetching, missReason: &missReason, isObserved: &isObserved)
         {
             return .memory(answer)
         }
@@ -181,7 +181,8 @@ final class RequestPlanner: Sendable {
         return .fetch(
             FetchPlan(
                 request: sent, key: key, fields: headers == nil ? fields : sent.allHTTPHeaderFields,
-                reason: missReason, acceptance: acceptance, isObserved: isObserved))
+                reason: missReason, acceptance: acceptance, isObserved: isObserved, settings: policy.settings(for: url))
+        )
     }
 
     /// With HTTP caching, the answer to a request's own `If-None-Match`, `If-Modified-Since` or
@@ -200,7 +201,7 @@ final class RequestPlanner: Sendable {
         guard
             let answer = memoryAnswer(
                 key: key, fields: request.allHTTPHeaderFields, acceptance: .httpRules(directives.cacheControl),
-                isPlanning: false, missReason: &missReason, isObserved: &isObserved),
+                at: policy.lookupTime, isPlanning: false, missReason: &missReason, isObserved: &isObserved),
             let response = answer.response as? HTTPURLResponse
         else { return nil }
         store.record { $0.requests += 1 }
@@ -244,7 +245,8 @@ final class RequestPlanner: Sendable {
     func backgroundRevalidation(of answer: MemoryAnswer, for request: URLRequest) -> FetchPlan {
         FetchPlan(
             request: request, key: answer.entry.key, fields: request.allHTTPHeaderFields,
-            reason: .backgroundRevalidation, acceptance: .transportRules, isObserved: false)
+            reason: .backgroundRevalidation, acceptance: .transportRules, isObserved: false,
+            settings: policy.settings(for: request.url))
     }
 
     /// The fetch that revalidates `entry` on request (``CachedTransport/revalidate(_:)``, a
@@ -252,7 +254,8 @@ final class RequestPlanner: Sendable {
     func revalidation(of entry: StoredResponse) -> FetchPlan {
         FetchPlan(
             request: entry.request, key: entry.key, fields: entry.request.allHTTPHeaderFields,
-            reason: .revalidation, acceptance: .transportRules, isObserved: false)
+            reason: .revalidation, acceptance: .transportRules, isObserved: false,
+            settings: policy.settings(for: entry.request.url))
     }
 
     /// The key `request`, a request ``RequestPreparation/keyed(_:)`` made, of `account`, is
@@ -293,13 +296,15 @@ final class RequestPlanner: Sendable {
 
     /// The stored answer `plan` may take now instead of fetching: a fetch of its key may have
     /// completed between its plan and its joining. Only a fresh (or accepted) entry answers here.
-    /// - Parameter reads: false for a prefetch: the entry keeps its place and stays unread.
-    func storedAnswer(for plan: FetchPlan, reads: Bool = true) -> MemoryAnswer? {
+    /// - Parameters:
+    ///   - reads: false for a prefetch: the entry keeps its place and stays unread.
+    ///   - now: the clock's reading, taken before the in-flight lock.
+    func storedAnswer(for plan: FetchPlan, reads: Bool = true, at now: ContinuousClock.Instant) -> MemoryAnswer? {
         var missReason = Plan.FetchReason.noEntry
         var isObserved = false
         return memoryAnswer(
-            key: plan.key, fields: plan.fields, acceptance: plan.acceptance, isPlanning: false, touches: reads,
-            missReason: &missReason, isObserved: &isObserved)
+            key: plan.key, fields: plan.fields, acceptance: plan.acceptance, at: policy.lookupTime(at: now),
+            isPlanning: false, touches: reads, missReason: &missReason, isObserved: &isObserved)
     }
 
     /// The stored entry a request with `fields` may be answered with after its fetch for `key`
@@ -307,10 +312,11 @@ final class RequestPlanner: Sendable {
     /// or (following HTTP) the entry's own `stale-if-error` allows it. Its outcome is `outcome`
     /// from memory, stale after `error`.
     func answerAfterFailure(
-        of key: CacheKey, fields: [String: String]?, error: any Error, outcome: CacheOutcome
+        of key: CacheKey, fields: [String: String]?, error: any Error, outcome: CacheOutcome,
+        at now: ContinuousClock.Instant
     ) -> (Data, URLResponse)? {
         guard let error = error as? URLError, Self.connectivityErrors.contains(error.code) else { return nil }
-        return staleAnswer(of: key, fields: fields, code: error.code, outcome: outcome)
+        return staleAnswer(of: key, fields: fields, code: error.code, outcome: outcome, at: now)
     }
 
     /// The stored entry a request with `fields` may be answered with, marked stale, in place of
@@ -319,19 +325,21 @@ final class RequestPlanner: Sendable {
     /// or the entry's own `stale-if-error` allows it. Its outcome reads as a stale answer after
     /// `URLError.badServerResponse`.
     func answerAfterServerError(
-        of key: CacheKey, fields: [String: String]?, response: URLResponse, outcome: CacheOutcome
+        of key: CacheKey, fields: [String: String]?, response: URLResponse, outcome: CacheOutcome,
+        at now: ContinuousClock.Instant
     ) -> (Data, URLResponse)? {
         guard policy.followsHTTPCaching, let status = (response as? HTTPURLResponse)?.statusCode,
             [500, 502, 503, 504].contains(status)
         else { return nil }
-        return staleAnswer(of: key, fields: fields, code: .badServerResponse, outcome: outcome)
+        return staleAnswer(of: key, fields: fields, code: .badServerResponse, outcome: outcome, at: now)
     }
 
     private func staleAnswer(
-        of key: CacheKey, fields: [String: String]?, code: URLError.Code, outcome: CacheOutcome
+        of key: CacheKey, fields: [String: String]?, code: URLError.Code, outcome: CacheOutcome,
+        at now: ContinuousClock.Instant
     ) -> (Data, URLResponse)? {
         guard let stored = store.peek(key, selectedBy: fields),
-            policy.mayAnswerAfterFailure(stored, whenConfigured: answersStaleOnError)
+            policy.mayAnswerAfterFailure(stored, whenConfigured: answersStaleOnError, at: now)
         else { return nil }
         store.record { $0.staleAnswers += 1 }
         var outcome = outcome
@@ -348,7 +356,7 @@ final class RequestPlanner: Sendable {
     ]
 
     /// The entry of `key` that a request with `fields` may be answered with, judged by the policy
-    /// in the store's lookup. When `isPlanning`, the lookup counts the request, and a stale-window
+    /// in the store's lookup at `time` (``FreshnessPolicy/lookupTime``), read before. When `isPlanning`, the lookup counts the request, and a stale-window
     /// entry answers; otherwise (a recheck before a fetch starts) only a fresh or accepted one does.
     /// Without an answer, `missReason` says why the request must be fetched. Unless `touches`, the
     /// entry found keeps its place and is not counted as read (a prefetch's look).
@@ -356,6 +364,7 @@ final class RequestPlanner: Sendable {
         key: CacheKey,
         fields: [String: String]?,
         acceptance: FreshnessPolicy.Acceptance,
+        at time: Duration?,
         isPlanning: Bool,
         touches: Bool = true,
         missReason: inout Plan.FetchReason,
@@ -379,7 +388,7 @@ final class RequestPlanner: Sendable {
                 return nil
             }
             let reason: Plan.MemoryReason
-            switch policy.verdict(for: entry, acceptance: acceptance) {
+            switch policy.verdict(for: entry, acceptance: acceptance, at: time) {
             case .fresh: reason = .fresh
             case .staleAccepted: reason = .staleAccepted
             case .staleWhileRevalidate where isPlanning: reason = .staleWhileRevalidate
@@ -394,7 +403,7 @@ final class RequestPlanner: Sendable {
         }
         guard let (entry, verdict) = found else { return nil }
         var answered = verdict.response
-        if let age = policy.age(of: entry) {
+        if let age = policy.age(of: entry, at: time) {
             // RFC 9111 section 5.1: an answer from a cache says how old it is.
             answered = HTTPResponseBuilder.response(
                 answered, setting: "Age", to: String(max(0, age.components.seconds)),

@@ -198,9 +198,10 @@ extension CachedTransport {
             ?? HTTPResponseBuilder.response(
                 url: url, statusCode: 200, headerFields: HeaderFields(["Content-Type": "application/json"]),
                 outcome: .fresh)
+        let reading = planner.policy.clock.reading
         switch committer.storability(
             of: answer.data, response: committer.prepared(response), key: key, request: request,
-            requestTime: planner.policy.clock.date)
+            requestTime: reading.date, settings: planner.policy.settings(for: url), at: reading)
         {
         case .storable(let entry): return entry
         case .notStorable(.tooLarge): throw LocalWriteError.tooLarge(url)
