@@ -45,6 +45,39 @@ final class OtherTaggedDecoder: ResponseDecoding {
     }
 }
 
+#if DEBUG
+/// Settings that count the times their `==` or `hash(into:)` ran while the transport held a lock
+/// of its own.
+struct WatchedSettings: Hashable, Sendable {
+    let tag: String
+    static let underLock = Locked(0)
+
+    static func == (left: WatchedSettings, right: WatchedSettings) -> Bool {
+        noteLock()
+        return left.tag == right.tag
+    }
+
+    func hash(into hasher: inout Hasher) {
+        Self.noteLock()
+        hasher.combine(tag)
+    }
+
+    private static func noteLock() {
+        if LockRank.isHoldingAny { underLock.withLock { $0 += 1 } }
+    }
+}
+
+/// A decoder of the app's own whose settings watch for the transport's locks.
+final class WatchedDecoder: ResponseDecoding {
+    let tag: String
+    init(tag: String) { self.tag = tag }
+    var decodingSettings: (any Hashable & Sendable)? { WatchedSettings(tag: tag) }
+    func decode<Value: Decodable>(_ type: Value.Type, from data: Data) throws -> Value {
+        try JSONDecoder().decode(type, from: data)
+    }
+}
+#endif
+
 /// A subclass, which may decode differently from its superclass with the same settings.
 final class JSONDecoderSubclass: JSONDecoder, @unchecked Sendable {}
 
@@ -246,6 +279,25 @@ struct ValueSharingTests {
         #expect(different.count == 1)
         #expect(transport.statistics.decodes == 3)
     }
+
+    #if DEBUG
+    @Test("a decoder's declared settings are compared with none of the transport's locks held")
+    func declaredSettingsOutsideLocks() async throws {
+        let transport = makeTransport(loader: feedLoader(Locked(1)))
+        var values: [Feed] = []
+        for round in 0..<20 {
+            let decoder = WatchedDecoder(tag: round.isMultiple(of: 2) ? "even" : "odd")
+            values.append(try await transport.value(Feed.self, for: request(url), decoder: decoder))
+            if let cached = try transport.cachedValue(Feed.self, for: request(url), decoder: decoder) {
+                values.append(cached.value)
+            }
+        }
+        #expect(WatchedSettings.underLock.withLock { $0 } == 0)
+        #expect(transport.statistics.decodes == 2)
+        #expect(values.count == 40)
+        #expect(values[0] === values[4] && values[2] === values[6] && values[0] !== values[2])
+    }
+    #endif
 }
 
 /// The shape of ``Feed``, to encode a property list body.

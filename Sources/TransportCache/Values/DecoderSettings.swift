@@ -24,7 +24,7 @@ enum DecoderSettings: Hashable, Sendable {
             let propertyList = unsafeDowncast(decoder as AnyObject, to: PropertyListDecoder.self)
             self = propertyList.userInfo.isEmpty ? .propertyList : .instance(ObjectIdentifier(decoder))
         } else if let settings = decoder.decodingSettings {
-            self = .declared(decoderClass: decoderClass, settings: DeclaredSettings(settings))
+            self = .declared(decoderClass: decoderClass, settings: DeclaredSettings(settings, of: decoderClass))
         } else {
             self = .instance(ObjectIdentifier(decoder))
         }
@@ -111,15 +111,62 @@ extension JSONDecoderSettings {
 /// The settings of a `PropertyListDecoder` with an empty `userInfo`: it has no others.
 struct PropertyListDecoderSettings: Hashable, Sendable {}
 
-/// Settings a decoder declared through ``ResponseDecoding/decodingSettings``, type-erased so that
-/// they can be compared and hashed.
-///
-/// `@unchecked Sendable` is safe here: the box is made only from an `any Hashable & Sendable` and never
-/// mutated; `AnyHashable` is not `Sendable` only because it may hold anything.
-struct DeclaredSettings: Hashable, @unchecked Sendable {
-    private let settings: AnyHashable
+/// Settings a decoder declared through ``ResponseDecoding/decodingSettings``, as a number: equal
+/// settings of one decoder class get one number, so that the store, which compares keys of
+/// decoded values under its lock, compares numbers there, never the app's `==`.
+struct DeclaredSettings: Hashable, Sendable {
+    private let number: Int
 
-    init(_ settings: any Hashable & Sendable) {
-        self.settings = AnyHashable(settings)
+    /// The number of `settings`, declared by a decoder of `decoderClass`: found by the settings'
+    /// own `hash(into:)` and `==`, asked with no lock held.
+    init(_ settings: any Hashable & Sendable, of decoderClass: ObjectIdentifier) {
+        number = Self.numbering.number(of: Settings(settings), declaredBy: decoderClass)
+    }
+
+    private static let numbering = Numbering()
+
+    /// `@unchecked Sendable` is safe here: the box is made only from an `any Hashable & Sendable`
+    /// and never mutated; `AnyHashable` is not `Sendable` only because it may hold anything.
+    private struct Settings: @unchecked Sendable {
+        let value: AnyHashable
+
+        init(_ value: any Hashable & Sendable) {
+            self.value = AnyHashable(value)
+        }
+    }
+
+    /// The numbers given so far, for the life of the process: the distinct settings an app's
+    /// decoders declare, a handful.
+    private final class Numbering: Sendable {
+        /// Settings of one class with one hash value, which only their `==` tells apart.
+        private struct Bucket: Hashable {
+            let decoderClass: ObjectIdentifier
+            let hash: Int
+        }
+
+        private struct State {
+            var buckets: [Bucket: [(settings: Settings, number: Int)]] = [:]
+            var last = 0
+        }
+
+        private let state = Locked(State(), rank: .leaf)
+
+        /// The number of `settings`: one given before to equal settings, or a new one. The app's
+        /// `hash(into:)` and `==` run between two holds of the lock, never under it: a number is
+        /// given only when the bucket compared with is still as it was, else it compares again.
+        func number(of settings: Settings, declaredBy decoderClass: ObjectIdentifier) -> Int {
+            let bucket = Bucket(decoderClass: decoderClass, hash: settings.value.hashValue)
+            while true {
+                let known = state.withLock { $0.buckets[bucket] ?? [] }
+                if let found = known.first(where: { $0.settings.value == settings.value }) { return found.number }
+                let given = state.withLock { state -> Int? in
+                    guard state.buckets[bucket]?.count ?? 0 == known.count else { return nil }
+                    state.last += 1
+                    state.buckets[bucket, default: []].append((settings, state.last))
+                    return state.last
+                }
+                if let given { return given }
+            }
+        }
     }
 }

@@ -40,7 +40,9 @@ public protocol ResponseDecoding: AnyObject, Sendable {
     /// closure; its values are then kept per instance.
     ///
     /// It is read on every ``CachedTransport/value(_:for:decoder:)`` call, including hits: keep
-    /// it cheap (a few stored properties, no allocation).
+    /// it cheap (a few stored properties, no allocation). Its `hash(into:)` and `==` run with none
+    /// of the transport's locks held; each distinct value is remembered for the life of the
+    /// process, so settings should take a few values, not one per call.
     ///
     /// ```swift
     /// final class CSVDecoder: ResponseDecoding {
