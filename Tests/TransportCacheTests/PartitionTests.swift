@@ -136,6 +136,39 @@ struct PartitionTests {
         #expect(await iterator.next() == .invalidated(urls: [URL(string: "\(base)/feed")!], endpoint: nil))
     }
 
+    @Test("a sign-out of a large partition lets the in-flight lock in between its steps, and leaves the others")
+    func signOutInSteps() async throws {
+        let origin = ScriptedOrigin(respond: ScriptedOrigin.ok())
+        let credentials = Self.partitioned(token: "alice-1")
+        let transport = transport(origin, credentials: credentials)
+        let count = ResponseStore.stepSize * 2_000
+        for index in 0..<count {
+            try transport.store(ProvisionalAnswer(for: get("/items/\(index)"), data: Data("\(index)".utf8)))
+        }
+        credentials.credential = "bob-1"
+        try transport.store(ProvisionalAnswer(for: get("/items/0"), data: Data("bob".utf8)))
+        let inFlight = await transport.inFlight
+        let held: @Sendable () -> Int = { transport.store.state.withLock { $0.entries.count } }
+        let (ended, observed, letIn) = (Locked(false), DispatchSemaphore(value: 0), Locked(0))
+        // On a thread of its own: once entries leave, the removal is under way, and the in-flight
+        // lock, which a join and a fetch's completion take, is let in before it ends, while
+        // entries of the account are still held.
+        Thread.detachNewThread {
+            while held() == count + 1 { usleep(20) }
+            while !ended.withLock({ $0 }) {
+                if inFlight.withLock({ _ in held() }) > 1 { letIn.withLock { $0 += 1 } }
+            }
+            observed.signal()
+        }
+        transport.signOut(partition: "alice")
+        ended.withLock { $0 = true }
+        observed.wait()
+        #expect(letIn.withLock { $0 } > 0)
+        #expect(transport.statistics.entries == 1)
+        #expect(try await transport.data(for: get("/items/0")).0 == Data("bob".utf8))
+        #expect(transport.store.index.withLock { $0.count } == 1)
+    }
+
     @Test("a revalidation in a partition goes out with today's credential")
     func revalidationCarriesTodaysCredential() async throws {
         let accepted = Locked<Set<String>>(["Bearer me-1", "Bearer me-2"])

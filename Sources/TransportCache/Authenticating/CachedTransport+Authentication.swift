@@ -232,7 +232,7 @@ extension CachedTransport {
     /// - Complexity: O(n) in the keys held, read a batch at a time under the lock a hit takes.
     public nonisolated func signOut(partition: String) {
         preparation?.credentials?.signedOut(partition: partition)
-        let (waiters, loads) = committer.remove(.partition(partition)).abandoned
+        let (waiters, loads) = committer.signOut(partition).abandoned
         for waiter in waiters {
             let outcome = CacheOutcome(source: .network(waiter.reason))
             waiter.resume(with: .failure(AuthenticationError(.signedOut).carrying(outcome)))

@@ -409,8 +409,6 @@ final class Committer: Sendable {
     enum Removing {
         /// Every key (``CachedTransport/invalidateAll()``).
         case everything
-        /// Every key of a partition signed out.
-        case partition(String)
         /// What memory pressure gives back.
         case pressure(MemoryPressure)
         /// One variant of `key`: a provisional answer taken back, or an entry the origin now says
@@ -468,27 +466,78 @@ final class Committer: Sendable {
         _ selection: ResponseStore.KeySelection, endpoint: Endpoint? = nil, sparingPendingUpdates: Bool = false
     ) -> Departure {
         let selection = askingPredicate(selection)
-        var departure = invalidations.withLock { _ -> Departure in
-            var departure = Departure()
-            let begun = inFlight.withLock { machine in
-                beginInvalidation(selection, sparingPendingUpdates: sparingPendingUpdates, in: &machine)
-            }
-            guard let taken = begun else { return departure }
-            // An update that began on a key before its step removed it would roll back to what the
-            // step dropped: forgotten with it.
-            let (removal, uncounted) = store.removeTaken(taken, within: inFlight) { machine, removed in
-                guard !removed.isEmpty else { return }
-                let removed = Set(removed)
-                machine.optimistic.forget(where: removed.contains)
-            }
-            (departure.keys, departure.released) = (removal.keys, removal.released)
-            inFlight.withLock { _ in
-                store.index.withLock { $0.forgetTaken(uncounted, generation: taken.generation) }
-                reporter.invalidated(departure.keys)
-                announce(departure.keys, cleared: false, endpoint: endpoint)
-            }
-            return departure
+        return released(
+            invalidations.withLock { _ -> Departure in
+                let begun = inFlight.withLock { machine in
+                    beginInvalidation(selection, sparingPendingUpdates: sparingPendingUpdates, in: &machine)
+                }
+                guard let taken = begun else { return Departure() }
+                return removeInSteps(taken, endpoint: endpoint, signingOut: false)
+            })
+    }
+
+    /// Removes everything of `partition`, signed out, as an invalidation removes what it drops
+    /// (``invalidate(_:endpoint:sparingPendingUpdates:)``), so that a join, a fetch's completion
+    /// and a hit wait for one short step at most however much the account held:
+    /// 1. under the in-flight lock, its fetches in flight are taken out with their callers (to
+    ///    fail, and their loads to cancel, once every lock is released), and its pending
+    ///    optimistic updates forget what they would roll back to and never commit;
+    /// 2. its keys are read a batch at a time under the store's lock alone, and removed in the
+    ///    steps of an invalidation, which forget why they left: a later miss of the account tells
+    ///    nothing of it;
+    /// 3. its tags no longer name its keys; what left is reported and announced.
+    ///
+    /// It runs one at a time with invalidations.
+    @discardableResult
+    func signOut(_ partition: String) -> Departure {
+        func belongs(_ key: CacheKey) -> Bool { key.partition == partition }
+        return released(
+            invalidations.withLock { _ -> Departure in
+                let abandoned = inFlight.withLock { machine in
+                    let abandoned = machine.abandon(where: belongs)
+                    machine.optimistic.forget(where: belongs)
+                    machine.optimistic.signOut(partition)
+                    return abandoned
+                }
+                let keys = Set(store.copyHeld { key, _ in belongs(key) ? key : nil })
+                let begun = inFlight.withLock { machine in
+                    beginInvalidation(.keys(keys), sparingPendingUpdates: false, in: &machine)
+                }
+                var departure = begun.map { removeInSteps($0, endpoint: nil, signingOut: true) } ?? Departure()
+                departure.abandoned = abandoned
+                return departure
+            })
+    }
+
+    /// The steps of an invalidation after the first (``invalidate(_:endpoint:sparingPendingUpdates:)``),
+    /// for the keys `taken` out of the index: removed a few at a time, then reported and announced
+    /// (with `endpoint`, when one was invalidated). Signing out, the departures are forgotten and
+    /// the tags pruned. Call with the invalidations' lock held.
+    private func removeInSteps(_ taken: ResponseStore.TakenKeys, endpoint: Endpoint?, signingOut: Bool)
+        -> Departure
+    {
+        // An update that began on a key before its step removed it would roll back to what the
+        // step dropped: forgotten with it.
+        let (removal, uncounted) = store.removeTaken(taken, within: inFlight) { machine, removed in
+            guard !removed.isEmpty else { return }
+            if signingOut { for key in removed { store.forgetDeparture(of: key) } }
+            let removed = Set(removed)
+            machine.optimistic.forget(where: removed.contains)
         }
+        var departure = Departure()
+        (departure.keys, departure.released) = (removal.keys, removal.released)
+        inFlight.withLock { machine in
+            store.index.withLock { $0.forgetTaken(uncounted, generation: taken.generation) }
+            if signingOut { store.pruneTags(keeping: machine.keysInFlight) }
+            reporter.invalidated(departure.keys)
+            announce(departure.keys, cleared: false, endpoint: endpoint)
+        }
+        return departure
+    }
+
+    /// `departure` with its answers released, once every lock is, and what it announced published.
+    private func released(_ departure: Departure) -> Departure {
+        var departure = departure
         let released = departure.released
         departure.released = Released()
         released.release()
@@ -539,15 +588,16 @@ final class Committer: Sendable {
         }
     }
 
-    /// The path by which entries leave on purpose, but for an invalidation, which runs in steps
-    /// (``invalidate(_:endpoint:sparingPendingUpdates:)``) and keeps their departure the same way:
-    /// takes them out of the store (what it costs is what it removes, except a sign-out or a
-    /// trim, which read every key a batch at a time under the lock a hit takes), where they leave
-    /// as every departure does (``ResponseStore/State/depart(_:because:into:)``), and keeps the
-    /// transport's side of their departure:
-    /// - fetches in flight of those keys no longer store or are joined (everything), or are taken
-    ///   out with their callers (a sign-out); a trim leaves them, since it is about memory;
-    /// - what pending optimistic updates would roll back to is forgotten, and a sign-out noted;
+    /// The path by which entries leave on purpose, but for an invalidation and a sign-out, which
+    /// run in steps (``invalidate(_:endpoint:sparingPendingUpdates:)``, ``signOut(_:)``) and keep
+    /// their departure the same way: takes them out of the store (what it costs is what it
+    /// removes, except a trim, which reads every key a batch at a time under the lock a hit
+    /// takes), where they leave as every departure does
+    /// (``ResponseStore/State/depart(_:because:into:)``), and keeps the transport's side of their
+    /// departure:
+    /// - fetches in flight of those keys no longer store or are joined (everything); a trim
+    ///   leaves them, since it is about memory;
+    /// - what pending optimistic updates would roll back to is forgotten;
     /// - the transport's events report them (invalidated or, for a trim, evicted);
     /// - exactly what left is announced, once the caller publishes: the URLs removed
     ///   (``CacheChange/invalidated(urls:endpoint:)``), or ``CacheChange/cleared`` when everything
@@ -571,17 +621,6 @@ final class Committer: Sendable {
             let count = emptied.count
             // Moved, so that the last reference is the one the release queue lets go of.
             departure.released.append(consume emptied, count: count)
-        case .partition(let partition):
-            func belongs(_ key: CacheKey) -> Bool { key.partition == partition }
-            departure.abandoned = machine.abandon(where: belongs)
-            let held = store.copyHeld { key, _ in belongs(key) ? key : nil }
-            let removal = store.removeHeld(held, because: .invalidated)
-            store.unindex(removal)
-            for key in removal.keys { store.forgetDeparture(of: key) }
-            store.pruneTags(keeping: machine.keysInFlight)
-            machine.optimistic.forget(where: belongs)
-            machine.optimistic.signOut(partition)
-            (departure.keys, departure.released) = (removal.keys, removal.released)
         case .pressure(let pressure):
             let removal = store.trim(for: pressure)
             cleared = pressure == .critical && !removal.keys.isEmpty

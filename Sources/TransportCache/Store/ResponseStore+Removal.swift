@@ -161,29 +161,6 @@ extension ResponseStore {
         return (removal, uncounted)
     }
 
-    /// Removes those of `keys` that are held, in short holds of the lock a hit takes, leaving the
-    /// index to the caller.
-    func removeHeld(_ keys: some Collection<CacheKey>, because reason: Departures.Reason) -> Removal {
-        var removal = Removal()
-        guard !keys.isEmpty else { return removal }
-        let keys = Array(keys)
-        var values: [StoredVariants] = []
-        values.reserveCapacity(keys.count)
-        removal.keys.reserveCapacity(keys.count)
-        var start = 0
-        inShortHolds { state in
-            for key in keys[start..<min(start + Self.stepSize, keys.count)] {
-                guard let value = state.entries.removeValue(forKey: key) else { continue }
-                values.append(value)
-                state.depart(.key(key), because: reason, into: &removal)
-            }
-            start += Self.stepSize
-            return start < keys.count
-        }
-        removal.released.append(values, count: values.count)
-        return removal
-    }
-
     /// Takes every entry out at once, counting them as `reason` says, and empties the index.
     /// Call with the in-flight lock held.
     /// - Returns: what the store and its index held, to read and release once no lock is held,
