@@ -37,9 +37,11 @@ private func scaleRequest(_ index: Int) -> URLRequest {
 }
 
 /// A transport holding `count` entries of 256 bytes, each tagged with its group, as the Scale
-/// suite fills it.
-private func filledTransport(count: Int) async throws -> CachedTransport {
-    var configuration = CachedTransport.Configuration()
+/// suite fills it; with `configuration`, when given, a memory capacity of 1 GiB set on it.
+private func filledTransport(
+    count: Int, configuration: CachedTransport.Configuration = CachedTransport.Configuration()
+) async throws -> CachedTransport {
+    var configuration = configuration
     configuration.storage.memoryCapacity = 1 << 30
     let transport = CachedTransport(configuration: configuration)
     let body = Data(repeating: 0x61, count: 256)
@@ -181,8 +183,25 @@ func timeUntilFreed(count: Int) async throws {
 /// takes when it waits for no lock but shares the machine the same way. Meanwhile a third thread
 /// reads `statistics` every 100 µs, which takes the in-flight lock a join and a fetch's completion
 /// take: the worst of those reads is the longest that lock kept a caller waiting.
-func missesDuringInvalidation(count: Int, origin: LoopbackOrigin) async throws {
-    let transport = try await filledTransport(count: count)
+///
+/// `PathWorkload misses-during-sign-out 100000` does the same with a transport whose credentials
+/// are partitioned by token: the entries are stored as one account, the misses go out as another,
+/// and the thread signs the first account out (``CachedTransport/signOut(partition:)``).
+func missesDuringRemoval(signingOut: Bool, count: Int, origin: LoopbackOrigin) async throws {
+    let transport: CachedTransport
+    let removal: @Sendable () -> Void
+    if signingOut {
+        let credentials = Credentials(
+            BearerAuthenticator(), credential: "alice", partition: { @Sendable token in token })
+        var configuration = CachedTransport.Configuration()
+        configuration.identity.authenticate(with: credentials)
+        transport = try await filledTransport(count: count, configuration: configuration)
+        credentials.credential = "bob"
+        removal = { transport.signOut(partition: "alice") }
+    } else {
+        transport = try await filledTransport(count: count)
+        removal = { transport.invalidate(.host("api.example.com")) }
+    }
     var alone: [Int] = []
     for index in 0..<200 {
         let start = monotonicNow()
@@ -190,9 +209,7 @@ func missesDuringInvalidation(count: Int, origin: LoopbackOrigin) async throws {
         alone.append(monotonicNow() - start)
     }
     alone.sort()
-    let during = await misses(
-        whileRunning: { transport.invalidate(.host("api.example.com")) }, on: transport, origin: origin, label: "during"
-    )
+    let during = await misses(whileRunning: removal, on: transport, origin: origin, label: "during")
     // The same span of one busy processor, with no lock in common with the misses.
     let length = during.end - during.start
     let beside = await misses(
@@ -205,7 +222,7 @@ func missesDuringInvalidation(count: Int, origin: LoopbackOrigin) async throws {
     let (overlapping, lockDuring, besideBusy, lockBeside) = (during.misses, during.lock, beside.misses, beside.lock)
     print(
         """
-        invalidate(.host) of \(count / 100 * 99) entries: \(length / 1_000) µs
+        \(signingOut ? "signOut(partition:) of \(count)" : "invalidate(.host) of \(count / 100 * 99)") entries: \(length / 1_000) µs
         misses alone: p50 \(alone[alone.count / 2] / 1_000) µs, p99 \(alone[alone.count * 99 / 100] / 1_000) µs
         misses during it: \(overlapping.count), worst \((overlapping.max() ?? 0) / 1_000) µs
         the in-flight lock during it (statistics read every 100 µs): \(lockDuring.reads) reads, p99 \(lockDuring.p99 / 1_000) µs, worst \(lockDuring.worst / 1_000) µs

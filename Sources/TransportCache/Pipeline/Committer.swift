@@ -472,7 +472,7 @@ final class Committer: Sendable {
                     beginInvalidation(selection, sparingPendingUpdates: sparingPendingUpdates, in: &machine)
                 }
                 guard let taken = begun else { return Departure() }
-                return removeInSteps(taken, endpoint: endpoint, signingOut: false)
+                return removeInSteps(taken, endpoint: endpoint, signingOut: nil)
             })
     }
 
@@ -485,7 +485,7 @@ final class Committer: Sendable {
     /// 2. its keys are read a batch at a time under the store's lock alone, and removed in the
     ///    steps of an invalidation, which forget why they left: a later miss of the account tells
     ///    nothing of it;
-    /// 3. its tags no longer name its keys; what left is reported and announced.
+    /// 3. what left is reported and announced, and the tags no longer name its keys.
     ///
     /// It runs one at a time with invalidations.
     @discardableResult
@@ -503,7 +503,7 @@ final class Committer: Sendable {
                 let begun = inFlight.withLock { machine in
                     beginInvalidation(.keys(keys), sparingPendingUpdates: false, in: &machine)
                 }
-                var departure = begun.map { removeInSteps($0, endpoint: nil, signingOut: true) } ?? Departure()
+                var departure = begun.map { removeInSteps($0, endpoint: nil, signingOut: partition) } ?? Departure()
                 departure.abandoned = abandoned
                 return departure
             })
@@ -511,11 +511,12 @@ final class Committer: Sendable {
 
     /// The steps of an invalidation after the first (``invalidate(_:endpoint:sparingPendingUpdates:)``),
     /// for the keys `taken` out of the index: removed a few at a time, then reported and announced
-    /// (with `endpoint`, when one was invalidated). Signing out, the departures are forgotten and
-    /// the tags pruned. Call with the invalidations' lock held.
-    private func removeInSteps(_ taken: ResponseStore.TakenKeys, endpoint: Endpoint?, signingOut: Bool)
+    /// (with `endpoint`, when one was invalidated). Signing out `partition`, the departures are
+    /// forgotten and the tags no longer name its keys. Call with the invalidations' lock held.
+    private func removeInSteps(_ taken: ResponseStore.TakenKeys, endpoint: Endpoint?, signingOut partition: String?)
         -> Departure
     {
+        let signingOut = partition != nil
         // An update that began on a key before its step removed it would roll back to what the
         // step dropped: forgotten with it.
         let (removal, uncounted) = store.removeTaken(taken, within: inFlight) { machine, removed in
@@ -526,12 +527,14 @@ final class Committer: Sendable {
         }
         var departure = Departure()
         (departure.keys, departure.released) = (removal.keys, removal.released)
-        inFlight.withLock { machine in
+        inFlight.withLock { _ in
             store.index.withLock { $0.forgetTaken(uncounted, generation: taken.generation) }
-            if signingOut { store.pruneTags(keeping: machine.keysInFlight) }
             reporter.invalidated(departure.keys)
             announce(departure.keys, cleared: false, endpoint: endpoint)
         }
+        // The tags forget the account's keys: a pass over every tagged key, under the tags' lock
+        // alone, which no join or completion takes.
+        if let partition { store.untag { $0.partition == partition } }
         return departure
     }
 

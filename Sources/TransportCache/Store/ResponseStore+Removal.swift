@@ -80,15 +80,19 @@ extension ResponseStore {
     struct TakenKeys: Sendable {
         let index: URLIndex.Taken
         let spared: Set<CacheKey>
+        /// Whether the keys are still in the index, to take out step by step as their entries
+        /// leave: keys named one by one (a request's, a tag's, a sign-out's), which would cost
+        /// one removal each under the in-flight lock if taken out at once.
+        let stillIndexed: Bool
         /// ``URLIndex/insertions`` and ``URLIndex/generation`` when they were taken.
         let insertions: UInt64
         let generation: Int
     }
 
     /// Takes the keys `selection` names out of the index, but `spared`, leaving them held: the
-    /// first step of an invalidation in steps, whose keys no other invalidation finds from now
-    /// on. A host or a path prefix is taken in one step, whatever it holds. Call with the
-    /// in-flight lock held.
+    /// first step of an invalidation in steps. A host or a path prefix is taken in one step,
+    /// whatever it holds; keys named one by one stay in the index until their step removes them
+    /// (``TakenKeys/stillIndexed``). Call with the in-flight lock held.
     func take(_ selection: KeySelection, sparing spared: Set<CacheKey>) -> TakenKeys {
         // Spared keys are few (those with updates pending): the held ones stay in the index.
         let keptHeld = spared.filter { key in
@@ -99,8 +103,9 @@ extension ResponseStore {
             switch selection {
             case .keys(let keys):
                 let doomed = spared.isEmpty ? keys : keys.subtracting(spared)
-                index.remove(doomed)
-                taken = URLIndex.Taken(listed: Array(doomed))
+                return TakenKeys(
+                    index: URLIndex.Taken(listed: Array(doomed)), spared: spared, stillIndexed: true,
+                    insertions: index.insertions, generation: index.generation)
             case .tag:
                 // Read into keys before (``keys(taggedWith:)``).
                 taken = URLIndex.Taken()
@@ -111,7 +116,8 @@ extension ResponseStore {
             }
             for key in keptHeld { index.insert(key) }
             return TakenKeys(
-                index: taken, spared: spared, insertions: index.insertions, generation: index.generation)
+                index: taken, spared: spared, stillIndexed: false, insertions: index.insertions,
+                generation: index.generation)
         }
     }
 
@@ -152,7 +158,9 @@ extension ResponseStore {
                 }
                 // A key added to the index since the take may be one just removed.
                 index.withLock { index in
-                    if index.insertions != taken.insertions { index.remove(removal.keys[first...]) }
+                    if taken.stillIndexed || index.insertions != taken.insertions {
+                        index.remove(removal.keys[first...])
+                    }
                 }
                 afterEach(&outer, removal.keys[first...])
             }

@@ -274,6 +274,12 @@ final class ResponseStore: Sendable {
         self.tags.withLock { index in index.prune { !dropped.contains($0) } }
     }
 
+    /// Forgets every tagged key that `matches` selects (a signed-out account's), held or not.
+    /// - Complexity: O(t) in the tagged keys, under the tags' lock alone.
+    func untag(where matches: (CacheKey) -> Bool) {
+        tags.withLock { index in index.prune { !matches($0) } }
+    }
+
     /// The keys `tag` names, forgetting the tag. Call with the in-flight lock held.
     func keys(taggedWith tag: String) -> Set<CacheKey> {
         tags.withLock { $0.take(tag) }
