@@ -450,8 +450,9 @@ final class Committer: Sendable {
     /// It runs in steps, so that however many keys it drops, a join, a fetch's completion and a
     /// hit wait for one short step at most:
     /// 1. under the in-flight lock, the fetches in flight of those keys stop storing and being
-    ///    joined, what their pending updates would roll back to is forgotten, and the keys leave
-    ///    the store's index;
+    ///    joined, what their pending updates would roll back to is forgotten, and the keys of a
+    ///    host or a path prefix leave the store's index at once (keys named one by one leave it
+    ///    with their entries, in the next step);
     /// 2. their entries are removed a few at a time (``ResponseStore/removeTaken(_:within:afterEach:)``),
     ///    and the updates of a key that began before its step forget what they would roll back
     ///    to; a fetch that begins meanwhile is sent after the invalidation began, and what it
@@ -520,10 +521,8 @@ final class Committer: Sendable {
         // An update that began on a key before its step removed it would roll back to what the
         // step dropped: forgotten with it.
         let (removal, uncounted) = store.removeTaken(taken, within: inFlight) { machine, removed in
-            guard !removed.isEmpty else { return }
             if signingOut { for key in removed { store.forgetDeparture(of: key) } }
-            let removed = Set(removed)
-            machine.optimistic.forget(where: removed.contains)
+            machine.optimistic.forget(removed)
         }
         var departure = Departure()
         (departure.keys, departure.released) = (removal.keys, removal.released)

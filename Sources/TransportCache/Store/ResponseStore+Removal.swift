@@ -80,10 +80,10 @@ extension ResponseStore {
     struct TakenKeys: Sendable {
         let index: URLIndex.Taken
         let spared: Set<CacheKey>
-        /// Whether the keys are still in the index, to take out step by step as their entries
-        /// leave: keys named one by one (a request's, a tag's, a sign-out's), which would cost
-        /// one removal each under the in-flight lock if taken out at once.
-        let stillIndexed: Bool
+        /// Keys named one by one (a request's, a tag's, a sign-out's), still in the index: each
+        /// leaves it with its entry, in the step that removes it, rather than all at once under
+        /// the in-flight lock, and they are listed with no lock held.
+        let named: Set<CacheKey>
         /// ``URLIndex/insertions`` and ``URLIndex/generation`` when they were taken.
         let insertions: UInt64
         let generation: Int
@@ -104,8 +104,8 @@ extension ResponseStore {
             case .keys(let keys):
                 let doomed = spared.isEmpty ? keys : keys.subtracting(spared)
                 return TakenKeys(
-                    index: URLIndex.Taken(listed: Array(doomed)), spared: spared, stillIndexed: true,
-                    insertions: index.insertions, generation: index.generation)
+                    index: URLIndex.Taken(), spared: spared, named: doomed, insertions: index.insertions,
+                    generation: index.generation)
             case .tag:
                 // Read into keys before (``keys(taggedWith:)``).
                 taken = URLIndex.Taken()
@@ -116,8 +116,7 @@ extension ResponseStore {
             }
             for key in keptHeld { index.insert(key) }
             return TakenKeys(
-                index: taken, spared: spared, stillIndexed: false, insertions: index.insertions,
-                generation: index.generation)
+                index: taken, spared: spared, named: [], insertions: index.insertions, generation: index.generation)
         }
     }
 
@@ -134,6 +133,7 @@ extension ResponseStore {
     ) -> (removal: Removal, uncounted: Int) {
         var removal = Removal()
         var (keys, uncounted) = taken.index.list()
+        keys.append(contentsOf: taken.named)
         if !taken.spared.isEmpty { keys.removeAll { taken.spared.contains($0) } }
         guard !keys.isEmpty else { return (removal, uncounted) }
         var values: [StoredVariants] = []
@@ -158,7 +158,7 @@ extension ResponseStore {
                 }
                 // A key added to the index since the take may be one just removed.
                 index.withLock { index in
-                    if taken.stillIndexed || index.insertions != taken.insertions {
+                    if !taken.named.isEmpty || index.insertions != taken.insertions {
                         index.remove(removal.keys[first...])
                     }
                 }

@@ -143,6 +143,13 @@ struct OptimisticLayers: Sendable {
         for key in stacks.keys where matches(key) { stacks[key] = nil }
     }
 
+    /// Forgets the pending updates of `keys`: nothing to look up while none is pending.
+    /// - Complexity: O(k) in the keys while updates are pending; O(1) otherwise.
+    mutating func forget(_ keys: some Sequence<CacheKey>) {
+        guard !stacks.isEmpty else { return }
+        for key in keys { stacks[key] = nil }
+    }
+
     /// `partition` was signed out: what an update that began before stores for it is refused
     /// (see ``wasSignedOut(_:since:)``).
     mutating func signOut(_ partition: String) {
