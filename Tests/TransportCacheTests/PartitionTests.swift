@@ -136,6 +136,40 @@ struct PartitionTests {
         #expect(await iterator.next() == .invalidated(urls: [URL(string: "\(base)/feed")!], endpoint: nil))
     }
 
+    @Test("a sign-out cuts off the account's fetches at once, even while a large invalidation runs")
+    func signOutDuringInvalidation() async throws {
+        let origin = ScriptedOrigin(gated: true, respond: ScriptedOrigin.ok())
+        let credentials = Self.partitioned(token: "alice-1")
+        let transport = transport(origin, credentials: credentials)
+        let count = ResponseStore.stepSize * 4_000
+        for index in 0..<count {
+            try transport.store(ProvisionalAnswer(for: get("/items/\(index)"), data: Data("\(index)".utf8)))
+        }
+        credentials.credential = "bob-1"
+        let bob = Task { try await transport.data(for: request("https://other.example.com/feed")) }
+        await origin.waitForCalls(1)
+        let invalidated = Locked(false)
+        let invalidation = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            transport.invalidate(.host("api.example.com"))
+            invalidated.withLock { $0 = true }
+            invalidation.signal()
+        }
+        while transport.statistics.entries == count { await Task.yield() }
+        Thread.detachNewThread { transport.signOut(partition: "bob") }
+        // The account's fetch leaves the fetches in flight before the invalidation ends: it can
+        // no longer store or answer, whatever its origin says meanwhile.
+        while transport.pendingWork.fetches > 0 { await Task.yield() }
+        #expect(invalidated.withLock { $0 } == false)
+        origin.openGate()
+        await #expect {
+            try await bob.value
+        } throws: { ($0 as? AuthenticationError)?.code == .signedOut }
+        invalidation.wait()
+        #expect(transport.statistics.entries == 0)
+        #expect(transport.store.index.withLock { $0.count } == 0)
+    }
+
     @Test("a sign-out of a large partition lets the in-flight lock in between its steps, and leaves the others")
     func signOutInSteps() async throws {
         let origin = ScriptedOrigin(respond: ScriptedOrigin.ok())

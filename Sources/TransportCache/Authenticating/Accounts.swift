@@ -138,7 +138,7 @@ final class AccountDirectory: Sendable {
     /// with ``header`` would read no account at all, as above).
     private static let headerBytes: StaticString = "X-Transport-Account"
     /// Its length's bit (``ASCII/lengthBit(_:)``).
-    static let lengthBit: UInt64 = 1 << headerLength
+    static var lengthBit: UInt64 { ASCII.lengthBit(ofLength: headerLength) }
 
     private struct State: Sendable {
         var identities: [String: AccountIdentity] = [:]

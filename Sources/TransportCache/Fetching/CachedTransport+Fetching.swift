@@ -88,6 +88,8 @@ extension CachedTransport {
     /// Runs `arrive` on the fetches in flight (``changingFetches(_:)``) without the time, which a
     /// join does not need; when it needs it (``Arrival/needsClock``), reads the clock with the lock
     /// released, and runs it again with that reading: the app's clock is never read under the lock.
+    /// The first run, and only it, gets nil: what `arrive` does once (a background revalidation's
+    /// claim) it does on nil.
     @inline(__always)
     private nonisolated func arriving(_ arrive: (ClockReading?, inout FetchStateMachine) -> Arrival) -> Arrival {
         let arrival = changingFetches { arrive(nil, &$0) }

@@ -9,7 +9,7 @@ import FoundationNetworking
 /// fetches in flight, and returns one of these, which ``CachedTransport/carryOut(_:of:)`` then does
 /// with no lock held: it starts every task, resumes every caller and calls the app's code. A new
 /// way for a fetch to end is one more case here and one more step in
-/// ``CachedTransport/completionStep(of:with:duration:refused:in:)``.
+/// ``CachedTransport/completionStep(of:with:duration:refused:at:in:)``.
 enum CompletionAction {
     /// Nothing: every caller left before the answer.
     case none
@@ -210,7 +210,7 @@ extension CachedTransport {
     }
 
     /// Answers each caller that the stored entry may answer instead of `response`, a server error
-    /// (``RequestPlanner/answerAfterServerError(of:fields:response:outcome:)``), with that entry;
+    /// (``RequestPlanner/answerAfterServerError(of:fields:response:outcome:at:)``), with that entry;
     /// the others get `response`.
     private nonisolated func answerStaleAfterServerError(
         _ response: URLResponse, of fetch: Fetch, to callers: inout CallerAnswers, at now: ContinuousClock.Instant

@@ -21,7 +21,11 @@ enum ASCII {
     /// theirs, and most header fields are told apart from every name of a set by their length
     /// alone, which a native string knows without a scan.
     @inline(__always)
-    static func lengthBit(_ name: String) -> UInt64 { 1 << UInt64(min(name.utf8.count, 63)) }
+    static func lengthBit(_ name: String) -> UInt64 { lengthBit(ofLength: name.utf8.count) }
+
+    /// The bit of a name `length` bytes long (``lengthBit(_:)``).
+    @inline(__always)
+    static func lengthBit(ofLength length: Int) -> UInt64 { 1 << UInt64(min(length, 63)) }
 
     /// Case-insensitive equality for header names without allocating lowercased copies.
     /// `lowercase` must already be lowercase ASCII.

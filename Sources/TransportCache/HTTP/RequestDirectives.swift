@@ -13,7 +13,11 @@ struct RequestDirectives {
     ]
 
     /// The lengths of the names ``read(_:_:)`` looks for (``ASCII/lengthBit(_:)``).
-    static let lengths = (conditionalHeaders + ["cache-control", "pragma"]).reduce(0) { $0 | ASCII.lengthBit($1) }
+    static let lengths = (conditionalHeaders + [cacheControl, pragma]).reduce(0) { $0 | ASCII.lengthBit($1) }
+
+    /// The other names ``read(_:_:)`` looks for.
+    private static let cacheControl = "cache-control"
+    private static let pragma = "pragma"
 
     /// Why the request goes to the origin as sent, past the store and coalescing, storing
     /// nothing; nil when it does not.
@@ -58,13 +62,13 @@ struct RequestDirectives {
                 bypass = .requestConditions
             }
         case UInt8(ascii: "c"):
-            guard ASCII.equalsIgnoringCase("cache-control", field) else { return }
+            guard ASCII.equalsIgnoringCase(Self.cacheControl, field) else { return }
             let directives = CacheControl(value)
             requested = Requested(directives)
             if directives.noStore, bypass == nil { bypass = .requestNoStore }
             if directives.noCache || directives.maxAge == .value(0) { revalidates = true }
         case UInt8(ascii: "p"):
-            if ASCII.equalsIgnoringCase("pragma", field), HeaderList.contains("no-cache", in: value) {
+            if ASCII.equalsIgnoringCase(Self.pragma, field), HeaderList.contains("no-cache", in: value) {
                 pragmaNoCache = true
             }
         default:

@@ -282,7 +282,7 @@ final class Committer: Sendable {
 
     // MARK: - Answers the app writes
 
-    /// Stores each of `answers` (made by ``storability(of:response:key:request:requestTime:)``) as if a
+    /// Stores each of `answers` (made by ``storability(of:response:key:request:requestTime:settings:at:)``) as if a
     /// fetch had brought it now, as update `update`'s provisional answers when given. A fetch of
     /// the key in flight no longer stores its (older) answer; under an update, it puts its answer
     /// under it instead (what the update rolls back to). While updates of a key are pending, an
@@ -473,7 +473,7 @@ final class Committer: Sendable {
                     beginInvalidation(selection, sparingPendingUpdates: sparingPendingUpdates, in: &machine)
                 }
                 guard let taken = begun else { return Departure() }
-                return removeInSteps(taken, endpoint: endpoint, signingOut: nil)
+                return removeInSteps(taken, endpoint: endpoint, forgettingDepartures: false)
             })
     }
 
@@ -482,46 +482,48 @@ final class Committer: Sendable {
     /// and a hit wait for one short step at most however much the account held:
     /// 1. under the in-flight lock, its fetches in flight are taken out with their callers (to
     ///    fail, and their loads to cancel, once every lock is released), and its pending
-    ///    optimistic updates forget what they would roll back to and never commit;
-    /// 2. its keys are read a batch at a time under the store's lock alone, and removed in the
-    ///    steps of an invalidation, which forget why they left: a later miss of the account tells
-    ///    nothing of it;
-    /// 3. what left is reported and announced, and the tags no longer name its keys.
-    ///
-    /// It runs one at a time with invalidations.
+    ///    optimistic updates forget what they would roll back to and never commit. This step
+    ///    does not wait for an invalidation under way: from the call on, nothing the account
+    ///    sent before is stored or answered;
+    /// 2. the tags no longer name its keys, under the tags' lock alone: a tag given from then on
+    ///    belongs to a request made after the sign-out;
+    /// 3. once the invalidations before it have ended, its keys are read a batch at a time under
+    ///    the store's lock alone, and removed in the steps of an invalidation, which forget why
+    ///    they left: a later miss of the account tells nothing of it; what left is reported and
+    ///    announced.
     @discardableResult
     func signOut(_ partition: String) -> Departure {
         func belongs(_ key: CacheKey) -> Bool { key.partition == partition }
-        return released(
+        let abandoned = inFlight.withLock { machine in
+            let abandoned = machine.abandon(where: belongs)
+            machine.optimistic.forget(where: belongs)
+            machine.optimistic.signOut(partition)
+            return abandoned
+        }
+        store.untag(where: belongs)
+        var departure = released(
             invalidations.withLock { _ -> Departure in
-                let abandoned = inFlight.withLock { machine in
-                    let abandoned = machine.abandon(where: belongs)
-                    machine.optimistic.forget(where: belongs)
-                    machine.optimistic.signOut(partition)
-                    return abandoned
-                }
                 let keys = Set(store.copyHeld { key, _ in belongs(key) ? key : nil })
                 let begun = inFlight.withLock { machine in
                     beginInvalidation(.keys(keys), sparingPendingUpdates: false, in: &machine)
                 }
-                var departure = begun.map { removeInSteps($0, endpoint: nil, signingOut: partition) } ?? Departure()
-                departure.abandoned = abandoned
-                return departure
+                return begun.map { removeInSteps($0, endpoint: nil, forgettingDepartures: true) } ?? Departure()
             })
+        departure.abandoned = abandoned
+        return departure
     }
 
     /// The steps of an invalidation after the first (``invalidate(_:endpoint:sparingPendingUpdates:)``),
-    /// for the keys `taken` out of the index: removed a few at a time, then reported and announced
-    /// (with `endpoint`, when one was invalidated). Signing out `partition`, the departures are
-    /// forgotten and the tags no longer name its keys. Call with the invalidations' lock held.
-    private func removeInSteps(_ taken: ResponseStore.TakenKeys, endpoint: Endpoint?, signingOut partition: String?)
+    /// for the keys `taken`: removed a few at a time, then reported and announced (with
+    /// `endpoint`, when one was invalidated). For a sign-out, `forgettingDepartures`: a later miss
+    /// tells nothing of why the account's keys left. Call with the invalidations' lock held.
+    private func removeInSteps(_ taken: ResponseStore.TakenKeys, endpoint: Endpoint?, forgettingDepartures: Bool)
         -> Departure
     {
-        let signingOut = partition != nil
         // An update that began on a key before its step removed it would roll back to what the
         // step dropped: forgotten with it.
         let (removal, uncounted) = store.removeTaken(taken, within: inFlight) { machine, removed in
-            if signingOut { for key in removed { store.forgetDeparture(of: key) } }
+            if forgettingDepartures { for key in removed { store.forgetDeparture(of: key) } }
             machine.optimistic.forget(removed)
         }
         var departure = Departure()
@@ -531,9 +533,6 @@ final class Committer: Sendable {
             reporter.invalidated(departure.keys)
             announce(departure.keys, cleared: false, endpoint: endpoint)
         }
-        // The tags forget the account's keys: a pass over every tagged key, under the tags' lock
-        // alone, which no join or completion takes.
-        if let partition { store.untag { $0.partition == partition } }
         return departure
     }
 
@@ -548,14 +547,28 @@ final class Committer: Sendable {
     }
 
     /// `selection`, an endpoint made from a predicate made the keys it matches: the predicate, the
-    /// app's code, is asked with no lock held, about every key held, in flight or under a pending
-    /// update when it is called. Any other selection as it is: the store's index finds its keys.
+    /// app's code, is asked with no lock held, about every key in flight or under a pending update
+    /// when it is called, then every key held (``heldKeys(matchingAny:)``). Any other selection as
+    /// it is: the store's index finds its keys.
     /// - Complexity: O(n) in those keys for a predicate.
     private func askingPredicate(_ selection: ResponseStore.KeySelection) -> ResponseStore.KeySelection {
         guard case .endpoint(let endpoint) = selection, case .predicate = endpoint.selection else { return selection }
-        var candidates = inFlight.withLock { $0.keysInFlight.union($0.optimistic.pendingKeys) }
-        candidates.formUnion(store.index.withLock { $0.keys })
-        return .keys(candidates.filter { endpoint.matches(normalizedURL: $0.url) })
+        // Read first: a fetch in flight now that stores while the held keys are read is found.
+        let pending = inFlight.withLock { $0.keysInFlight.union($0.optimistic.pendingKeys) }
+        var matched = pending.filter { endpoint.matches(normalizedURL: $0.url) }
+        matched.formUnion(heldKeys(matchingAny: [endpoint]))
+        return .keys(matched)
+    }
+
+    /// The held keys whose URL one of `predicates` matches: every key, read a batch at a time under
+    /// the lock a hit takes (``ResponseStore/copyHeld(_:)``), then the predicates, the app's code,
+    /// asked with no lock held. A key stored meanwhile may be missed: it was stored after the call.
+    /// - Complexity: O(n) in the keys held, in short holds of the lock.
+    private func heldKeys(matchingAny predicates: [Endpoint]) -> [CacheKey] {
+        guard !predicates.isEmpty else { return [] }
+        return store.copyHeld { key, _ in key }.filter { key in
+            predicates.contains { $0.matches(normalizedURL: key.url) }
+        }
     }
 
     /// An invalidation's first step (``invalidate(_:endpoint:sparingPendingUpdates:)``), under the
@@ -644,19 +657,17 @@ final class Committer: Sendable {
 
     /// Every held variant whose URL one of `endpoints` matches, most recently used first: the keys
     /// of a URL, a host or a path prefix are found through the store's index, as an invalidation
-    /// of those endpoints finds them; a predicate is asked about every key, outside every lock.
+    /// of those endpoints finds them; a predicate is asked about every key held
+    /// (``heldKeys(matchingAny:)``), outside every lock.
     func heldEntries(of endpoints: [Endpoint]) -> [StoredResponse] {
         var predicates: [Endpoint] = []
         var keys = Set<CacheKey>()
-        let everyKey = store.index.withLock { index -> [CacheKey] in
+        store.index.withLock { index in
             for endpoint in endpoints {
                 if let found = index.keys(endpoint) { keys.formUnion(found) } else { predicates.append(endpoint) }
             }
-            return predicates.isEmpty ? [] : index.keys
         }
-        for key in everyKey where predicates.contains(where: { $0.matches(normalizedURL: key.url) }) {
-            keys.insert(key)
-        }
+        keys.formUnion(heldKeys(matchingAny: predicates))
         return store.copyHeld(Array(keys)) { _, variants in variants.all }.flatMap { $0 }
     }
 

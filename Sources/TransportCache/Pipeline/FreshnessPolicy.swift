@@ -182,11 +182,12 @@ struct FreshnessPolicy: Sendable {
     /// copies for nothing, rather than an instant, a resilient type whose every copy goes
     /// through the runtime. Nil when no entry can go stale (``entriesExpire`` is false): the clock
     /// is then not read at all.
-    var lookupTime: Duration? { entriesExpire ? clock.now - Self.origin : nil }
+    var lookupTime: Duration? { entriesExpire ? lookupTime(at: clock.now) : nil }
 
     /// The time at `now` (``lookupTime``'s measure), or nil when no entry can go stale.
     func lookupTime(at now: ContinuousClock.Instant) -> Duration? {
-        entriesExpire ? now - Self.origin : nil
+        guard entriesExpire else { return nil }
+        return now - Self.origin
     }
 
     /// What ``lookupTime`` counts from.

@@ -43,6 +43,8 @@ struct RequestFields {
         // A field of no length looked for (most of them) costs one test.
         let sought = keyHeaders.lengths | RequestDirectives.lengths | (readsAccount ? AccountDirectory.lengthBit : 0)
         for (field, value) in all where sought & ASCII.lengthBit(field) != 0 {
+            // The transport's own field: the request is keyed by the account it names, and it
+            // is no key header or directive (it is taken off before the request goes out).
             if readsAccount, AccountDirectory.isHeader(field) {
                 accountName = value
                 continue

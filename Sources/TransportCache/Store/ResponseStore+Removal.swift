@@ -89,10 +89,10 @@ extension ResponseStore {
         let generation: Int
     }
 
-    /// Takes the keys `selection` names out of the index, but `spared`, leaving them held: the
-    /// first step of an invalidation in steps. A host or a path prefix is taken in one step,
-    /// whatever it holds; keys named one by one stay in the index until their step removes them
-    /// (``TakenKeys/stillIndexed``). Call with the in-flight lock held.
+    /// The keys `selection` names, but `spared`, to remove in steps, leaving them held: the first
+    /// step of an invalidation in steps. A host or a path prefix leaves the index in one step,
+    /// whatever it holds; keys named one by one stay in it until their step removes them
+    /// (``TakenKeys/named``). Call with the in-flight lock held.
     func take(_ selection: KeySelection, sparing spared: Set<CacheKey>) -> TakenKeys {
         // Spared keys are few (those with updates pending): the held ones stay in the index.
         let keptHeld = spared.filter { key in
@@ -206,9 +206,12 @@ extension ResponseStore {
     }
 
     /// Calls `copy` with each held key and its variants, under the lock a hit takes but in short
-    /// holds (``inShortHolds(_:)``), and returns what it made, most recently used first. Call with
-    /// the in-flight lock held: then no key comes or goes between two holds, and hits meanwhile
-    /// only change the order, which each step reads as it is.
+    /// holds (``inShortHolds(_:)``), and returns what it made, most recently used first. With the
+    /// in-flight lock held, no key comes or goes between two holds, and hits meanwhile only change
+    /// the order, which each step reads as it is. Without it, an entry's slot never moves, so a
+    /// key held throughout is read once, but one stored or removed meanwhile may or may not be:
+    /// for callers that want only what was held before (a sign-out whose writers are cut off, a
+    /// predicate's keys, which may miss those stored after its call).
     /// - Complexity: O(n) in the keys held, in short holds of the lock.
     func copyHeld<Copy>(_ copy: (CacheKey, StoredVariants) -> Copy?) -> [Copy] {
         var copies: [(lastUse: UInt64, copy: Copy)] = []

@@ -169,7 +169,7 @@ final class ResponseStore: Sendable {
         var removal = Removal()
         var isNew = false
         let result = state.withLock { state -> WriteResult in
-            // Whether it fits was decided before (``Committer/storability(of:response:key:request:requestTime:)``).
+            // Whether it fits was decided before (``Committer/storability(of:response:key:request:requestTime:settings:at:)``).
             assert(fits(entry.cost))
             let held = state.entries.peekValue(forKey: key)
             isNew = held == nil

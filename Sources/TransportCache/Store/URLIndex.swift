@@ -452,7 +452,7 @@ struct URLIndex: Sendable {
                 if hosts[host]!.isEmpty { hosts[host] = nil }
             }
         case .url(let url):
-            // Counted already, as those of a predicate.
+            // Counted off already by `removeURL(_:)`.
             taken.listed = removeURL(url)
         case .predicate:
             // The app's code, never asked under a lock: ``Committer`` asks it first, and invalidates
