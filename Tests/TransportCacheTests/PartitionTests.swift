@@ -136,16 +136,23 @@ struct PartitionTests {
         #expect(await iterator.next() == .invalidated(urls: [URL(string: "\(base)/feed")!], endpoint: nil))
     }
 
-    @Test("a sign-out cuts off the account's fetches at once, even while a large invalidation runs")
-    func signOutDuringInvalidation() async throws {
-        let origin = ScriptedOrigin(gated: true, respond: ScriptedOrigin.ok())
+    /// A transport of `origin` holding `count` entries of alice's, `/items/0` and on, whose
+    /// current credential is then bob's.
+    func transport(holdingAlices count: Int, of origin: ScriptedOrigin) throws -> CachedTransport {
         let credentials = Self.partitioned(token: "alice-1")
         let transport = transport(origin, credentials: credentials)
-        let count = ResponseStore.stepSize * 4_000
         for index in 0..<count {
             try transport.store(ProvisionalAnswer(for: get("/items/\(index)"), data: Data("\(index)".utf8)))
         }
         credentials.credential = "bob-1"
+        return transport
+    }
+
+    @Test("a sign-out cuts off the account's fetches at once, even while a large invalidation runs")
+    func signOutDuringInvalidation() async throws {
+        let origin = ScriptedOrigin(gated: true, respond: ScriptedOrigin.ok())
+        let count = ResponseStore.stepSize * 4_000
+        let transport = try transport(holdingAlices: count, of: origin)
         let bob = Task { try await transport.data(for: request("https://other.example.com/feed")) }
         await origin.waitForCalls(1)
         let invalidated = Locked(false)
@@ -172,14 +179,8 @@ struct PartitionTests {
 
     @Test("a sign-out of a large partition lets the in-flight lock in between its steps, and leaves the others")
     func signOutInSteps() async throws {
-        let origin = ScriptedOrigin(respond: ScriptedOrigin.ok())
-        let credentials = Self.partitioned(token: "alice-1")
-        let transport = transport(origin, credentials: credentials)
         let count = ResponseStore.stepSize * 2_000
-        for index in 0..<count {
-            try transport.store(ProvisionalAnswer(for: get("/items/\(index)"), data: Data("\(index)".utf8)))
-        }
-        credentials.credential = "bob-1"
+        let transport = try transport(holdingAlices: count, of: ScriptedOrigin(respond: ScriptedOrigin.ok()))
         try transport.store(ProvisionalAnswer(for: get("/items/0"), data: Data("bob".utf8)))
         let inFlight = await transport.inFlight
         let held: @Sendable () -> Int = { transport.store.state.withLock { $0.entries.count } }
