@@ -15,6 +15,13 @@ struct IndexedInvalidationTests {
         return transport
     }
 
+    /// A transport holding 2,000 steps' worth of entries (``ResponseStore/stepSize``) on one
+    /// host, enough that invalidating the host takes many steps; and their URLs.
+    private func largeHost() throws -> (CachedTransport, [String]) {
+        let urls = (0..<ResponseStore.stepSize * 2_000).map { "https://api.example.com/items/\($0)" }
+        return (try transport(holding: urls), urls)
+    }
+
     /// Whether the index holds exactly the keys the store holds.
     private func indexAgrees(_ transport: CachedTransport) -> Bool {
         let indexed = Set(transport.store.index.withLock { $0.keys })
@@ -362,9 +369,8 @@ struct IndexedInvalidationTests {
 
     @Test("a fetch's completion or a join waits for one step of a large invalidation, not for all of it")
     func inFlightLockBetweenSteps() async throws {
-        let count = ResponseStore.stepSize * 2_000
-        let urls = (0..<count).map { "https://api.example.com/items/\($0)" }
-        let transport = try transport(holding: urls)
+        let (transport, urls) = try largeHost()
+        let count = urls.count
         let inFlight = await transport.inFlight
         let held: @Sendable () -> Int = { transport.store.state.withLock { $0.entries.count } }
         let ended = Locked(false)
@@ -394,9 +400,8 @@ struct IndexedInvalidationTests {
         "optimistic updates that begin during an invalidation and fail, one over another, bring back nothing it dropped"
     )
     func updatesDuringInvalidation() async throws {
-        let count = ResponseStore.stepSize * 2_000
-        let urls = (0..<count).map { "https://api.example.com/items/\($0)" }
-        let transport = try transport(holding: urls)
+        let (transport, urls) = try largeHost()
+        let count = urls.count
         let ended = DispatchSemaphore(value: 0)
         let returned = Locked(false)
         Thread.detachNewThread {
@@ -438,9 +443,8 @@ struct IndexedInvalidationTests {
 
     @Test("invalidateAll() while an invalidation runs leaves the index counting what the store holds")
     func invalidateAllDuringInvalidation() async throws {
-        let count = ResponseStore.stepSize * 2_000
-        let urls = (0..<count).map { "https://api.example.com/items/\($0)" }
-        let transport = try transport(holding: urls)
+        let (transport, urls) = try largeHost()
+        let count = urls.count
         let ended = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             transport.invalidate(.host("api.example.com"))
