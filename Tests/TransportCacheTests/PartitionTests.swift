@@ -148,31 +148,50 @@ struct PartitionTests {
         return transport
     }
 
-    @Test("a sign-out cuts off the account's fetches at once, even while a large invalidation runs")
+    @Test("a sign-out cuts off the account's fetches at once, even while an invalidation runs")
     func signOutDuringInvalidation() async throws {
         let origin = ScriptedOrigin(gated: true, respond: ScriptedOrigin.ok())
         let count = ResponseStore.stepSize * 4_000
         let transport = try transport(holdingAlices: count, of: origin)
         let bob = Task { try await transport.data(for: request("https://other.example.com/feed")) }
         await origin.waitForCalls(1)
-        let invalidated = Locked(false)
-        let invalidation = DispatchSemaphore(value: 0)
+        // An invalidation under way, held as long as the test needs: the lock it holds throughout.
+        let (holding, release, released) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), Locked(false))
+        let invalidations = await transport.committer.invalidations
+        Thread.detachNewThread {
+            invalidations.withLock { _ in
+                holding.signal()
+                release.wait()
+                released.withLock { $0 = true }
+            }
+        }
+        holding.wait()
+        let signedOut = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            transport.signOut(partition: "bob")
+            signedOut.signal()
+        }
+        // The account's fetch leaves the fetches in flight while the invalidation is under way:
+        // it can no longer store or answer, whatever its origin says meanwhile. (The deadline
+        // only ends a failing run.)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while transport.pendingWork.fetches > 0, ContinuousClock.now < deadline { await Task.yield() }
+        #expect(transport.pendingWork.fetches == 0)
+        #expect(released.withLock { $0 } == false)
+        // A large invalidation races the rest of the sign-out; both leave the store and its index
+        // agreeing on nothing held.
+        let invalidated = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             transport.invalidate(.host("api.example.com"))
-            invalidated.withLock { $0 = true }
-            invalidation.signal()
+            invalidated.signal()
         }
-        while transport.statistics.entries == count { await Task.yield() }
-        Thread.detachNewThread { transport.signOut(partition: "bob") }
-        // The account's fetch leaves the fetches in flight before the invalidation ends: it can
-        // no longer store or answer, whatever its origin says meanwhile.
-        while transport.pendingWork.fetches > 0 { await Task.yield() }
-        #expect(invalidated.withLock { $0 } == false)
+        release.signal()
         origin.openGate()
         await #expect {
             try await bob.value
         } throws: { ($0 as? AuthenticationError)?.code == .signedOut }
-        invalidation.wait()
+        signedOut.wait()
+        invalidated.wait()
         #expect(transport.statistics.entries == 0)
         #expect(transport.store.index.withLock { $0.count } == 0)
     }

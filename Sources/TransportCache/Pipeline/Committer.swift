@@ -27,7 +27,7 @@ final class Committer: Sendable {
     /// Held through each invalidation, so that they run one at a time: an invalidation takes its
     /// keys out of the store's index before it removes them in steps, and one that began meanwhile
     /// would not find them. Only invalidations wait for it; it comes before the in-flight lock.
-    private let invalidations = Locked((), rank: .invalidation)
+    let invalidations = Locked((), rank: .invalidation)
 
     init(
         store: ResponseStore,
