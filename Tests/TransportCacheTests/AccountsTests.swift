@@ -11,7 +11,7 @@ struct AccountsTests {
     let base = "https://api.example.com"
 
     /// The header that names a request's account: the transport's to read, never the origin's.
-    static let accountHeader = "X-Transport-Account"
+    static let accountHeader = "X-Cache-Account"
 
     /// "me" signed in with `me-1` and "you" with `you-1`, refreshed by `authenticator`.
     static func signedIn(_ authenticator: TokenAuthenticator = TokenAuthenticator()) throws

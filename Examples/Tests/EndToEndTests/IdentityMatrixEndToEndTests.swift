@@ -121,7 +121,7 @@ struct IdentityMatrixEndToEndTests {
         #expect(await header("Authorization") == authorization, sourceLocation: sourceLocation)
         #expect(await header("X-Account") == (identity.hasCredentials ? "me" : nil), sourceLocation: sourceLocation)
         // The account a request names is the transport's to read: it never goes out.
-        #expect(await header("X-Transport-Account") == nil, sourceLocation: sourceLocation)
+        #expect(await header("X-Cache-Account") == nil, sourceLocation: sourceLocation)
     }
 
     static func status(_ response: URLResponse) -> Int? { (response as? HTTPURLResponse)?.statusCode }

@@ -156,7 +156,7 @@ struct SeveralAccountsEndToEndTests {
             for account in Self.names { #expect(entries.count { $0.partition == account } == paths.count) }
             #expect(client.tokens.refreshes == 0)
             #expect(await origin.requests(carrying: "X-Account") > 0)
-            #expect(await origin.requests(carrying: "X-Transport-Account") == 0)
+            #expect(await origin.requests(carrying: "X-Cache-Account") == 0)
         }
     }
 
@@ -206,7 +206,7 @@ struct SeveralAccountsEndToEndTests {
             #expect(client.tokens.refreshes(of: "me") == 1)
             #expect(client.tokens.refreshes(of: "you") == 1)
             #expect(await origin.hits("/mail?token=account") == 3)
-            #expect(await origin.requests(carrying: "X-Transport-Account") == 0)
+            #expect(await origin.requests(carrying: "X-Cache-Account") == 0)
         }
     }
 
@@ -256,7 +256,7 @@ struct SeveralAccountsEndToEndTests {
             #expect(outcome.isFromMemory)
             #expect(await origin.hits("/kept?stable=1&token=account") == 1)
             #expect(client.tokens.refreshes(of: "you") == 0)
-            #expect(await origin.requests(carrying: "X-Transport-Account") == 0)
+            #expect(await origin.requests(carrying: "X-Cache-Account") == 0)
         }
     }
 
@@ -334,7 +334,7 @@ struct SeveralAccountsEndToEndTests {
                 try await transport.data(for: Self.request("/inbox?stable=1", as: "me", on: origin))
             }
             #expect(late == .authentication(.signedOut))
-            #expect(await origin.requests(carrying: "X-Transport-Account") == 0)
+            #expect(await origin.requests(carrying: "X-Cache-Account") == 0)
         }
     }
 
@@ -361,7 +361,7 @@ struct SeveralAccountsEndToEndTests {
                 #expect(Self.isOwn(resent, of: account, token: "t1"), "\(resent)")
             }
             #expect(client.tokens.refreshes == 2)
-            #expect(await origin.requests(carrying: "X-Transport-Account") == 0)
+            #expect(await origin.requests(carrying: "X-Cache-Account") == 0)
             // Every request but the refreshes' own went out with its account's credential.
             let refreshes = await origin.hits(path: "/token")
             #expect(await origin.requests(carrying: "X-Account") == (await origin.totalHits) - refreshes)

@@ -125,18 +125,16 @@ extension Accounts: CredentialApplying {
 }
 
 /// What the keys of each account of ``Accounts`` hold, by the name requests give: not generic, and
-/// one reference, so that a hit finds its account with one locked lookup.
+/// one reference, so that a hit finds its account with one lookup, which takes no lock
+/// (``ReadMostly``): accounts sign in and out far less often than requests name them.
 final class AccountDirectory: Sendable {
     /// The header that carries `URLRequest.account`: read when a request is keyed, taken off
     /// before it goes out. Spelled as swift-corelibs-foundation stores a header name (each word
     /// capitalised), so that one dictionary lookup finds it on every platform.
-    static let header = "X-Transport-Account"
+    static let header = "X-Cache-Account"
     /// Its length, a literal, so that reading it initialises nothing on a hit (a mismatch with
     /// ``header`` would read no account at all, which every test of ``Accounts`` would show).
-    private static let headerLength = 19
-    /// Its bytes, which a hit compares a field's with, making no string of its own (a mismatch
-    /// with ``header`` would read no account at all, as above).
-    private static let headerBytes: StaticString = "X-Transport-Account"
+    private static let headerLength = 15
     /// Its length's bit (``ASCII/lengthBit(_:)``).
     static var lengthBit: UInt64 { ASCII.lengthBit(ofLength: headerLength) }
 
@@ -168,7 +166,7 @@ final class AccountDirectory: Sendable {
         }
     }
 
-    private let state = Locked(State())
+    private let state = ReadMostly(State())
 
     /// The account `request` names, as its keys hold it: `fields` are its fields, read with the
     /// account's name.
@@ -182,7 +180,7 @@ final class AccountDirectory: Sendable {
         if let name = fields.accountName {
             // The app's own credential beside a named account: which of the two would it be?
             if carriesAuthorization { throw AuthenticationError(.invalidAccount) }
-            if let identity = state.withLock({ state in state.identity(of: name) }) { return identity }
+            if let identity = state.read({ state in state.identity(of: name) }) { return identity }
         }
         return try unknownAccount(of: request, carriesAuthorization: carriesAuthorization)
     }
@@ -191,10 +189,7 @@ final class AccountDirectory: Sendable {
     /// compared first, which tells it from almost every other field.
     @inline(__always)
     static func isHeader(_ field: String) -> Bool {
-        guard field.utf8.count == headerLength else { return false }
-        return field.utf8.withContiguousStorageIfAvailable { bytes in
-            memcmp(bytes.baseAddress!, headerBytes.utf8Start, headerLength) == 0
-        } ?? (field == header)
+        field.utf8.count == headerLength && field == "X-Cache-Account"
     }
 
     /// Why `request` has no account to key it with, or nil when it is the app's to authenticate
@@ -205,27 +200,27 @@ final class AccountDirectory: Sendable {
             if carriesAuthorization { return nil }
             throw AuthenticationError(.noAccount)
         }
-        if let identity = state.withLock({ $0.identity(of: name) }) { return identity }
+        if let identity = state.read({ $0.identity(of: name) }) { return identity }
         guard Self.isValid(name) else { throw AuthenticationError(.invalidAccount) }
         throw AuthenticationError(hasSignedOut(name) ? .signedOut : .noCredential)
     }
 
     func signIn(_ account: String, as identity: AccountIdentity) {
-        state.withLock { state in
+        state.write { state in
             state.set(identity, for: account)
             state.signedOut.remove(account)
         }
     }
 
     func signOut(_ account: String) {
-        state.withLock { state in
+        state.write { state in
             state.set(nil, for: account)
             state.signedOut.insert(account)
         }
     }
 
     func hasSignedOut(_ account: String) -> Bool {
-        state.withLock { $0.signedOut.contains(account) }
+        state.read { $0.signedOut.contains(account) }
     }
 
     /// Whether `name` can name an account: not empty, no control character, no comma (two names
