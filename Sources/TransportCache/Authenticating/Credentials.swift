@@ -197,15 +197,16 @@ extension Credentials: CredentialApplying {
 /// What a key holds for the current credential of ``Credentials``: its partition's or its own
 /// account, nil without a credential, or why there is none (the partition could not be read).
 /// Not generic, and one reference, so that a hit reads it without looking up a generic type at run
-/// time or copying an error.
+/// time or copying an error; read without a lock (``ReadMostly``), as every call reads it and only
+/// a new credential writes it.
 final class KeyAccount: Sendable {
-    private let value = Locked<AccountIdentity?>(nil)
+    private let value = ReadMostly<AccountIdentity?>(nil)
 
     /// The account. Never waits.
     /// - Throws: ``AuthenticationError/Code/partitionUnavailable``.
     @inline(__always)
     func current() throws -> AccountIdentity? {
-        let account = value.withLock { $0 }
+        let account = value.read { $0 }
         if let failure = account?.failure { throw failure }
         return account
     }
@@ -220,6 +221,6 @@ final class KeyAccount: Sendable {
             case .success(let identity): identity
             case .failure(let failure): AccountIdentity(failure: failure)
             }
-        value.withLock { $0 = identity }
+        value.write { $0 = identity }
     }
 }
