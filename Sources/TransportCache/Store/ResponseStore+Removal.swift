@@ -136,7 +136,12 @@ extension ResponseStore {
         keys.append(contentsOf: taken.named)
         if !taken.spared.isEmpty { keys.removeAll { taken.spared.contains($0) } }
         guard !keys.isEmpty else { return (removal, uncounted) }
+        // Room for every key made before any lock: grown under it, a step that doubles the
+        // arrays would copy all they hold (megabytes, at a hundred thousand keys) while a join or
+        // a fetch's completion waits (see ``removeEverything(because:)`` for the allocator).
         var values: [StoredVariants] = []
+        values.reserveCapacity(keys.count)
+        removal.keys.reserveCapacity(keys.count)
         var start = 0
         while start < keys.count {
             if start > 0 {
