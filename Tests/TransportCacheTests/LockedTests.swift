@@ -72,3 +72,49 @@ struct LockedTests {
     }
     #endif
 }
+
+@Suite("What a transport announces reaches its streams in order, made with no lock held", .timeLimit(.minutes(1)))
+struct DeliveryQueueTests {
+    /// An item of a test queue: ready, or made only once `release` is signalled.
+    struct Item: QueuedItem {
+        let name: String
+        let release: DispatchSemaphore?
+
+        var isCostlyToMake: Bool { release != nil }
+
+        func made() -> Item {
+            release?.wait()
+            return Item(name: name + " made", release: nil)
+        }
+    }
+
+    @Test("an item costly to make is made on a thread of its own; the caller who delivers does not wait, and what follows it waits for it")
+    func costlyItemMadeApart() {
+        let delivered = Locked([String]())
+        let queue = DeliveryQueue<Item, Void>(subscribers: {}, deliver: { item, _ in delivered.withLock { $0.append(item.name) } })
+        let release = DispatchSemaphore(value: 0)
+        queue.enqueue(Item(name: "a", release: nil))
+        queue.enqueue(Item(name: "b", release: release))
+        queue.enqueue(Item(name: "c", release: nil))
+        // Made on this thread, either call would wait for ever.
+        queue.deliverQueued()
+        queue.deliverQueued()
+        #expect(delivered.withLock { $0 } == ["a"])
+        release.signal()
+        let deadline = ContinuousClock.now + .seconds(30)
+        while delivered.withLock({ $0.count }) < 3, ContinuousClock.now < deadline { usleep(100) }
+        #expect(delivered.withLock { $0 } == ["a", "b made", "c"])
+    }
+
+    #if DEBUG
+    @Test("an invalidation's URLs are named with no lock held: under one, a debug build stops")
+    func urlsNamedOutsideLocks() async {
+        let keys = [CacheKey(method: "GET", url: "https://api.example.com/items", identity: .none)]
+        #expect(Committer.urls(of: keys) == [URL(string: "https://api.example.com/items")!])
+        await #expect(processExitsWith: .failure) {
+            let keys = [CacheKey(method: "GET", url: "https://api.example.com/items", identity: .none)]
+            _ = Locked(0, rank: .inFlight).withLock { _ in Committer.urls(of: keys) }
+        }
+    }
+    #endif
+}

@@ -187,7 +187,11 @@ func timeUntilFreed(count: Int) async throws {
 /// `PathWorkload misses-during-sign-out 100000` does the same with a transport whose credentials
 /// are partitioned by token: the entries are stored as one account, the misses go out as another,
 /// and the thread signs the first account out (``CachedTransport/signOut(partition:)``).
-func missesDuringRemoval(signingOut: Bool, count: Int, origin: LoopbackOrigin) async throws {
+///
+/// `PathWorkload misses-during-watched-invalidation 100000` does the invalidation while a
+/// `changes()` stream and an `events()` stream are read, as an app's queries and its logging
+/// read them: what is announced of the keys removed is made too.
+func missesDuringRemoval(signingOut: Bool, watched: Bool = false, count: Int, origin: LoopbackOrigin) async throws {
     let transport: CachedTransport
     let removal: @Sendable () -> Void
     if signingOut {
@@ -202,6 +206,13 @@ func missesDuringRemoval(signingOut: Bool, count: Int, origin: LoopbackOrigin) a
         transport = try await filledTransport(count: count)
         removal = { transport.invalidate(.host("api.example.com")) }
     }
+    let readers =
+        watched
+        ? [
+            Task.detached { for await change in transport.changes() { keep(change) } },
+            Task.detached { for await event in transport.events() { keep(event) } },
+        ] : []
+    defer { for reader in readers { reader.cancel() } }
     var alone: [Int] = []
     for index in 0..<200 {
         let start = monotonicNow()

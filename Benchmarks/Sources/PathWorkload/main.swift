@@ -251,8 +251,10 @@ func run() async throws {
         }
     case "invalidations":
         try await invalidationsWhileHitting(count: count)
-    case "misses-during-invalidation", "misses-during-sign-out":
-        try await missesDuringRemoval(signingOut: mode == "misses-during-sign-out", count: count, origin: origin)
+    case "misses-during-invalidation", "misses-during-sign-out", "misses-during-watched-invalidation":
+        try await missesDuringRemoval(
+            signingOut: mode == "misses-during-sign-out", watched: mode == "misses-during-watched-invalidation",
+            count: count, origin: origin)
     case "invalidate-all", "invalidate-prefix", "invalidate-tag", "invalidate-request", "invalidate-snapshot",
         "invalidate-trim":
         try await oneInvalidation(String(mode.dropFirst("invalidate-".count)), count: count)

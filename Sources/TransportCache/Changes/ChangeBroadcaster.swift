@@ -9,12 +9,16 @@ import Foundation
 final class ChangeBroadcaster: Sendable {
     /// The streams, each with the endpoint it is about (nil: every change).
     private let subscribers: StreamSubscribers<AsyncStream<CacheChange>.Continuation, Endpoint?>
-    private let queue = DeliveryQueue<CacheChange>()
+    private let queue: DeliveryQueue<Queued, [StreamSubscribers<AsyncStream<CacheChange>.Continuation, Endpoint?>.Subscriber]>
     /// The number of streams registered, for tests to wait on.
     let subscriberCount = SubscriberCount()
 
     init(bufferLimit: Int) {
-        subscribers = StreamSubscribers(bufferLimit: bufferLimit) { [subscriberCount] in subscriberCount.update($0) }
+        let subscribers = StreamSubscribers<AsyncStream<CacheChange>.Continuation, Endpoint?>(bufferLimit: bufferLimit) {
+            [subscriberCount] in subscriberCount.update($0)
+        }
+        self.subscribers = subscribers
+        queue = DeliveryQueue(subscribers: { subscribers.current }, deliver: Self.yield)
     }
 
     /// A new stream of the changes that concern `endpoint` (all when nil). It unregisters itself
@@ -28,20 +32,50 @@ final class ChangeBroadcaster: Sendable {
 
     /// Queues `change` behind those queued before it.
     func enqueue(_ change: CacheChange) {
-        queue.enqueue(change)
+        queue.enqueue(.change(change))
+    }
+
+    /// Queues the invalidation of `keys` (of `endpoint`, when one was invalidated) behind the
+    /// changes queued before it. Their URLs are named as it is delivered, once no lock is held.
+    func enqueueInvalidation(of keys: [CacheKey], endpoint: Endpoint?) {
+        queue.enqueue(.invalidated(keys, endpoint: endpoint))
+    }
+
+    /// A change as it waits to be delivered. The keys of an invalidation become URLs only once no
+    /// lock is held: made under the in-flight lock, as the change is queued, naming a hundred
+    /// thousand of them kept every join and every fetch's completion waiting for a third of a
+    /// second; made by whoever delivers, a caller whose fetch completed.
+    private enum Queued: QueuedItem {
+        case change(CacheChange)
+        case invalidated([CacheKey], endpoint: Endpoint?)
+
+        var isCostlyToMake: Bool {
+            if case .invalidated(let keys, _) = self { keys.count > Committer.namedAtOnce } else { false }
+        }
+
+        func made() -> Queued { .change(change) }
+
+        var change: CacheChange {
+            switch self {
+            case .change(let change): change
+            case .invalidated(let keys, let endpoint): .invalidated(urls: Committer.urls(of: keys), endpoint: endpoint)
+            }
+        }
     }
 
     /// Delivers every queued change, unless another caller is delivering already (it then
     /// delivers this caller's changes too). Never waits for a subscriber. Call with no lock held.
     /// - Complexity: O(c × s) in the changes and subscribers.
     func deliverQueued() {
-        queue.deliverQueued(subscribers: { subscribers.current }, with: Self.yield)
+        queue.deliverQueued()
     }
 
-    private static func yield(
-        _ change: CacheChange,
+    @Sendable private static func yield(
+        _ queued: Queued,
         to current: [StreamSubscribers<AsyncStream<CacheChange>.Continuation, Endpoint?>.Subscriber]
     ) {
+        guard !current.isEmpty else { return }
+        let change = queued.change
         for subscriber in current {
             if let endpoint = subscriber.filter {
                 if let filtered = change.filtered(by: endpoint) { subscriber.sink.send(filtered) }

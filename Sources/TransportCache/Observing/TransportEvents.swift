@@ -28,7 +28,28 @@ import os
 final class TransportEvents: Sendable {
     private let subscribers: StreamSubscribers<EventInbox, Void>
     /// The events not yet yielded, in the order they happened.
-    private let queued = DeliveryQueue<CacheEvent>()
+    private let queued: DeliveryQueue<Queued, [StreamSubscribers<EventInbox, Void>.Subscriber]>
+
+    /// Events as they wait to be yielded. The keys an invalidation or an eviction removed become
+    /// events only once no lock is held: made under the in-flight lock, as they are queued, the
+    /// events of a hundred thousand keys kept every join and every fetch's completion waiting for
+    /// a third of a second; made by whoever yields them, a caller whose fetch completed.
+    private enum Queued: QueuedItem {
+        case event(CacheEvent)
+        case events([CacheEvent])
+        case departed([CacheKey], CacheEvent.Kind)
+
+        var isCostlyToMake: Bool {
+            if case .departed(let keys, _) = self { keys.count > Committer.namedAtOnce } else { false }
+        }
+
+        func made() -> Queued {
+            switch self {
+            case .event, .events: self
+            case .departed(let keys, let kind): .events(Committer.urls(of: keys).map { CacheEvent(url: $0, kind: kind) })
+            }
+        }
+    }
 
     #if canImport(os)
     // Made where used rather than kept in a static: the system keeps one handle per subsystem and
@@ -38,10 +59,12 @@ final class TransportEvents: Sendable {
     #endif
 
     init(bufferLimit: Int, store: ResponseStore) {
-        subscribers = StreamSubscribers(bufferLimit: bufferLimit) { count in
+        let subscribers = StreamSubscribers<EventInbox, Void>(bufferLimit: bufferLimit) { count in
             store.state.withLock { $0.isObserved = count > 0 }
             return []
         }
+        self.subscribers = subscribers
+        queued = DeliveryQueue(subscribers: { subscribers.current }, deliver: Self.yield)
     }
 
     func subscribe() -> CacheEvents {
@@ -55,23 +78,33 @@ final class TransportEvents: Sendable {
     private func emit(_ make: () -> CacheEvent) {
         let current = subscribers.current
         guard !current.isEmpty else { return }
-        queued.deliver(make(), to: current, subscribers: { subscribers.current }, with: Self.yield)
+        queued.deliver(.event(make()), to: current)
     }
 
-    private static func yield(_ event: CacheEvent, to current: [StreamSubscribers<EventInbox, Void>.Subscriber]) {
-        for subscriber in current { subscriber.sink.send(event) }
+    @Sendable private static func yield(_ queued: Queued, to current: [StreamSubscribers<EventInbox, Void>.Subscriber]) {
+        guard !current.isEmpty else { return }
+        switch queued.made() {
+        case .event(let event):
+            for subscriber in current { subscriber.sink.send(event) }
+        case .events(let events):
+            for event in events {
+                for subscriber in current { subscriber.sink.send(event) }
+            }
+        case .departed:
+            preconditionFailure("made above")
+        }
     }
 
     /// Queues the event `make` returns for ``deliverQueued()``, making it only when a stream is
     /// registered. For events made under a lock.
     private func enqueue(_ make: () -> CacheEvent) {
         guard !subscribers.current.isEmpty else { return }
-        queued.enqueue(make())
+        queued.enqueue(.event(make()))
     }
 
     /// Yields the queued events to every stream. Call with no lock held.
     func deliverQueued() {
-        queued.deliverQueued(subscribers: { subscribers.current }, with: Self.yield)
+        queued.deliverQueued()
     }
 
     // MARK: - Requests
@@ -201,6 +234,6 @@ final class TransportEvents: Sendable {
         Self.logger.debug("\(name, privacy: .public) \(keys.count, privacy: .public) keys")
         #endif
         guard !subscribers.current.isEmpty else { return }
-        for url in Committer.urls(of: keys.map(\.url)) { queued.enqueue(CacheEvent(url: url, kind: kind)) }
+        queued.enqueue(.departed(keys, kind))
     }
 }

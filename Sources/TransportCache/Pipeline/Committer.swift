@@ -599,7 +599,7 @@ final class Committer: Sendable {
             broadcaster.enqueue(.cleared)
         } else if broadcaster.count > 0, !keys.isEmpty {
             // Naming every URL removed costs a URL each: only when someone listens.
-            broadcaster.enqueue(.invalidated(urls: Self.urls(of: keys.map(\.url)), endpoint: endpoint))
+            broadcaster.enqueueInvalidation(of: keys, endpoint: endpoint)
         }
     }
 
@@ -677,8 +677,17 @@ final class Committer: Sendable {
         broadcaster.deliverQueued()
     }
 
-    /// Distinct URLs of normalised URL strings, in a stable order.
-    static func urls(of normalized: some Sequence<String>) -> [URL] {
-        Set(normalized).sorted().compactMap { URL(string: $0) }
+    /// How many keys an announcement names by itself where it is delivered; one of more is named
+    /// on a thread of its own (``DeliveryQueue``): about a hundred microseconds of URLs.
+    static let namedAtOnce = 64
+
+    /// The distinct URLs of `keys`, in a stable order: what an announcement of them names. Made
+    /// with no lock held (``ChangeBroadcaster``, ``TransportEvents``).
+    /// - Complexity: O(n log n) in the keys.
+    static func urls(of keys: [CacheKey]) -> [URL] {
+        #if DEBUG
+        assert(!LockRank.isHoldingAny, "an announcement names its URLs with none of the transport's locks held")
+        #endif
+        return Set(keys.lazy.map(\.url)).sorted().compactMap { URL(string: $0) }
     }
 }
