@@ -88,10 +88,13 @@ struct DeliveryQueueTests {
         }
     }
 
-    @Test("an item costly to make is made on a thread of its own; the caller who delivers does not wait, and what follows it waits for it")
+    @Test(
+        "an item costly to make is made on a thread of its own; the caller who delivers does not wait, and what follows it waits for it"
+    )
     func costlyItemMadeApart() {
         let delivered = Locked([String]())
-        let queue = DeliveryQueue<Item, Void>(subscribers: {}, deliver: { item, _ in delivered.withLock { $0.append(item.name) } })
+        let queue = DeliveryQueue<Item, Void>(
+            subscribers: {}, deliver: { item, _ in delivered.withLock { $0.append(item.name) } })
         let release = DispatchSemaphore(value: 0)
         queue.enqueue(Item(name: "a", release: nil))
         queue.enqueue(Item(name: "b", release: release))

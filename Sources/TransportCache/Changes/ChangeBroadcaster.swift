@@ -7,16 +7,16 @@ import Foundation
 /// the store's changes, and delivered by ``deliverQueued()`` once no lock is held (a
 /// ``DeliveryQueue``), so each subscriber receives changes in the order the store changed.
 final class ChangeBroadcaster: Sendable {
+    private typealias Streams = StreamSubscribers<AsyncStream<CacheChange>.Continuation, Endpoint?>
+
     /// The streams, each with the endpoint it is about (nil: every change).
-    private let subscribers: StreamSubscribers<AsyncStream<CacheChange>.Continuation, Endpoint?>
-    private let queue: DeliveryQueue<Queued, [StreamSubscribers<AsyncStream<CacheChange>.Continuation, Endpoint?>.Subscriber]>
+    private let subscribers: Streams
+    private let queue: DeliveryQueue<Queued, [Streams.Subscriber]>
     /// The number of streams registered, for tests to wait on.
     let subscriberCount = SubscriberCount()
 
     init(bufferLimit: Int) {
-        let subscribers = StreamSubscribers<AsyncStream<CacheChange>.Continuation, Endpoint?>(bufferLimit: bufferLimit) {
-            [subscriberCount] in subscriberCount.update($0)
-        }
+        let subscribers = Streams(bufferLimit: bufferLimit) { [subscriberCount] in subscriberCount.update($0) }
         self.subscribers = subscribers
         queue = DeliveryQueue(subscribers: { subscribers.current }, deliver: Self.yield)
     }
@@ -72,7 +72,7 @@ final class ChangeBroadcaster: Sendable {
 
     @Sendable private static func yield(
         _ queued: Queued,
-        to current: [StreamSubscribers<AsyncStream<CacheChange>.Continuation, Endpoint?>.Subscriber]
+        to current: [Streams.Subscriber]
     ) {
         guard !current.isEmpty else { return }
         let change = queued.change

@@ -46,7 +46,8 @@ final class TransportEvents: Sendable {
         func made() -> Queued {
             switch self {
             case .event, .events: self
-            case .departed(let keys, let kind): .events(Committer.urls(of: keys).map { CacheEvent(url: $0, kind: kind) })
+            case .departed(let keys, let kind):
+                .events(Committer.urls(of: keys).map { CacheEvent(url: $0, kind: kind) })
             }
         }
     }
@@ -81,7 +82,8 @@ final class TransportEvents: Sendable {
         queued.deliver(.event(make()), to: current)
     }
 
-    @Sendable private static func yield(_ queued: Queued, to current: [StreamSubscribers<EventInbox, Void>.Subscriber]) {
+    @Sendable
+    private static func yield(_ queued: Queued, to current: [StreamSubscribers<EventInbox, Void>.Subscriber]) {
         guard !current.isEmpty else { return }
         switch queued.made() {
         case .event(let event):
