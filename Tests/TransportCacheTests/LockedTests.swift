@@ -88,13 +88,23 @@ struct DeliveryQueueTests {
         }
     }
 
+    /// Records the names of the items delivered to it, in order.
+    struct Recorder: DeliveryTarget {
+        let delivered: Locked<[String]>
+
+        var current: Locked<[String]> { delivered }
+
+        static func deliver(_ item: Item, to delivered: Locked<[String]>) {
+            delivered.withLock { $0.append(item.isCostlyToMake ? item.made().name : item.name) }
+        }
+    }
+
     @Test(
         "an item costly to make is made on a thread of its own; the caller who delivers does not wait, and what follows it waits for it"
     )
     func costlyItemMadeApart() {
         let delivered = Locked([String]())
-        let queue = DeliveryQueue<Item, Void>(
-            subscribers: {}, deliver: { item, _ in delivered.withLock { $0.append(item.name) } })
+        let queue = DeliveryQueue(Recorder(delivered: delivered))
         let release = DispatchSemaphore(value: 0)
         queue.enqueue(Item(name: "a", release: nil))
         queue.enqueue(Item(name: "b", release: release))

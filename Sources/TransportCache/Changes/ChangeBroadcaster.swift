@@ -11,14 +11,14 @@ final class ChangeBroadcaster: Sendable {
 
     /// The streams, each with the endpoint it is about (nil: every change).
     private let subscribers: Streams
-    private let queue: DeliveryQueue<Queued, [Streams.Subscriber]>
+    private let queue: DeliveryQueue<Delivery>
     /// The number of streams registered, for tests to wait on.
     let subscriberCount = SubscriberCount()
 
     init(bufferLimit: Int) {
         let subscribers = Streams(bufferLimit: bufferLimit) { [subscriberCount] in subscriberCount.update($0) }
         self.subscribers = subscribers
-        queue = DeliveryQueue(subscribers: { subscribers.current }, deliver: Self.yield)
+        queue = DeliveryQueue(Delivery(streams: subscribers))
     }
 
     /// A new stream of the changes that concern `endpoint` (all when nil). It unregisters itself
@@ -70,17 +70,21 @@ final class ChangeBroadcaster: Sendable {
         queue.deliverQueued()
     }
 
-    @Sendable private static func yield(
-        _ queued: Queued,
-        to current: [Streams.Subscriber]
-    ) {
-        guard !current.isEmpty else { return }
-        let change = queued.change
-        for subscriber in current {
-            if let endpoint = subscriber.filter {
-                if let filtered = change.filtered(by: endpoint) { subscriber.sink.send(filtered) }
-            } else {
-                subscriber.sink.send(change)
+    /// Where the queue delivers: every stream, each change filtered by the endpoint it watches.
+    private struct Delivery: DeliveryTarget {
+        let streams: Streams
+
+        var current: [Streams.Subscriber] { streams.current }
+
+        static func deliver(_ queued: Queued, to current: [Streams.Subscriber]) {
+            guard !current.isEmpty else { return }
+            let change = queued.change
+            for subscriber in current {
+                if let endpoint = subscriber.filter {
+                    if let filtered = change.filtered(by: endpoint) { subscriber.sink.send(filtered) }
+                } else {
+                    subscriber.sink.send(change)
+                }
             }
         }
     }

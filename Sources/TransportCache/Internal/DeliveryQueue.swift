@@ -11,6 +11,16 @@ protocol QueuedItem: Sendable {
     func made() -> Self
 }
 
+/// Where a ``DeliveryQueue`` delivers: the subscribers now, and how an item reaches them.
+protocol DeliveryTarget: Sendable {
+    associatedtype Item: QueuedItem
+    associatedtype Subscribers
+    /// The subscribers now.
+    var current: Subscribers { get }
+    /// Hands `item`, made or not, to `subscribers`.
+    static func deliver(_ item: Item, to subscribers: Subscribers)
+}
+
 /// Items queued while a lock is held and delivered once none is: whoever finds the queue idle
 /// delivers everything queued, in the order it was queued, so that each subscriber receives items
 /// in the order they were made, and no continuation is resumed under a lock.
@@ -21,8 +31,9 @@ protocol QueuedItem: Sendable {
 /// An item costly to make (``QueuedItem/isCostlyToMake``) is made on a thread of its own when its
 /// turn comes, which then delivers it and what followed it: a caller who delivers, often one whose
 /// fetch has just completed, never pays for an invalidation of a hundred thousand keys.
-final class DeliveryQueue<Item: QueuedItem, Subscribers>: @unchecked Sendable {
-    // `@unchecked`: the closures are `@Sendable`; `Subscribers` is only made and used by them.
+final class DeliveryQueue<Target: DeliveryTarget>: Sendable {
+    typealias Item = Target.Item
+
     private struct State {
         var items: [Item] = []
         var isDelivering = false
@@ -31,14 +42,10 @@ final class DeliveryQueue<Item: QueuedItem, Subscribers>: @unchecked Sendable {
     }
 
     private let state = Locked(State(), rank: .leaf)
-    /// The subscribers now.
-    private let subscribers: @Sendable () -> Subscribers
-    /// Hands one item to the subscribers.
-    private let deliver: @Sendable (Item, Subscribers) -> Void
+    private let target: Target
 
-    init(subscribers: @escaping @Sendable () -> Subscribers, deliver: @escaping @Sendable (Item, Subscribers) -> Void) {
-        self.subscribers = subscribers
-        self.deliver = deliver
+    init(_ target: Target) {
+        self.target = target
     }
 
     /// Queues `item` behind those queued before it. May be called with any lock held.
@@ -48,8 +55,10 @@ final class DeliveryQueue<Item: QueuedItem, Subscribers>: @unchecked Sendable {
 
     /// Delivers `item` to `current`, the subscribers now, behind every item queued before it: at
     /// once when nothing waits (without queueing it), else through the queue. Call with no lock
-    /// held.
-    func deliver(_ item: Item, to current: Subscribers) {
+    /// held. An item delivered at once is handed over as it is, made or not: `deliver` makes
+    /// what it is handed.
+    @inline(__always)
+    func deliver(_ item: Item, to current: Target.Subscribers) {
         let isIdle = state.withLock { state in
             guard !state.isDelivering, state.items.isEmpty else {
                 state.items.append(item)
@@ -59,7 +68,7 @@ final class DeliveryQueue<Item: QueuedItem, Subscribers>: @unchecked Sendable {
             return true
         }
         guard isIdle else { return deliverQueued() }
-        deliver(item.isCostlyToMake ? item.made() : item, current)
+        Target.deliver(item, to: current)
         deliverUntilEmpty()
     }
 
@@ -80,20 +89,27 @@ final class DeliveryQueue<Item: QueuedItem, Subscribers>: @unchecked Sendable {
     private func deliverUntilEmpty() {
         while true {
             let (batch, costly) = state.withLock { state -> ([Item], Item?) in
+                if state.items.isEmpty {
+                    state.isDelivering = false
+                    return ([], nil)
+                }
                 let end = state.items.firstIndex(where: \.isCostlyToMake) ?? state.items.endIndex
                 guard end > 0 else {
                     state.isDelivering = false
-                    guard let first = state.items.first else { return ([], nil) }
                     state.isMaking = true
-                    return ([], first)
+                    return ([], state.items[0])
+                }
+                guard end < state.items.endIndex else {
+                    defer { state.items = [] }
+                    return (state.items, nil)
                 }
                 defer { state.items.removeFirst(end) }
                 return (Array(state.items[..<end]), nil)
             }
             if let costly { return make(costly) }
             guard !batch.isEmpty else { return }
-            let current = subscribers()
-            for item in batch { deliver(item, current) }
+            let current = target.current
+            for item in batch { Target.deliver(item, to: current) }
         }
     }
 

@@ -28,7 +28,7 @@ import os
 final class TransportEvents: Sendable {
     private let subscribers: StreamSubscribers<EventInbox, Void>
     /// The events not yet yielded, in the order they happened.
-    private let queued: DeliveryQueue<Queued, [StreamSubscribers<EventInbox, Void>.Subscriber]>
+    private let queued: DeliveryQueue<Delivery>
 
     /// Events as they wait to be yielded. The keys an invalidation or an eviction removed become
     /// events only once no lock is held: made under the in-flight lock, as they are queued, the
@@ -65,7 +65,7 @@ final class TransportEvents: Sendable {
             return []
         }
         self.subscribers = subscribers
-        queued = DeliveryQueue(subscribers: { subscribers.current }, deliver: Self.yield)
+        queued = DeliveryQueue(Delivery(streams: subscribers))
     }
 
     func subscribe() -> CacheEvents {
@@ -82,18 +82,27 @@ final class TransportEvents: Sendable {
         queued.deliver(.event(make()), to: current)
     }
 
-    @Sendable
-    private static func yield(_ queued: Queued, to current: [StreamSubscribers<EventInbox, Void>.Subscriber]) {
-        guard !current.isEmpty else { return }
-        switch queued.made() {
-        case .event(let event):
-            for subscriber in current { subscriber.sink.send(event) }
-        case .events(let events):
-            for event in events {
+    /// Where the queue delivers: every stream.
+    private struct Delivery: DeliveryTarget {
+        let streams: StreamSubscribers<EventInbox, Void>
+
+        var current: [StreamSubscribers<EventInbox, Void>.Subscriber] { streams.current }
+
+        static func deliver(_ queued: Queued, to current: [StreamSubscribers<EventInbox, Void>.Subscriber]) {
+            guard !current.isEmpty else { return }
+            switch queued {
+            case .event(let event):
                 for subscriber in current { subscriber.sink.send(event) }
+            case .events(let events):
+                for event in events {
+                    for subscriber in current { subscriber.sink.send(event) }
+                }
+            case .departed:
+                guard case .events(let events) = queued.made() else { return }
+                for event in events {
+                    for subscriber in current { subscriber.sink.send(event) }
+                }
             }
-        case .departed:
-            preconditionFailure("made above")
         }
     }
 
