@@ -88,35 +88,37 @@ final class DeliveryQueue<Target: DeliveryTarget>: Sendable {
     /// delivering.
     private func deliverUntilEmpty() {
         while true {
-            let (batch, costly) = state.withLock { state -> ([Item], Item?) in
+            let (batch, makesFirst) = state.withLock { state -> ([Item], Bool) in
                 if state.items.isEmpty {
                     state.isDelivering = false
-                    return ([], nil)
+                    return ([], false)
                 }
                 let end = state.items.firstIndex(where: \.isCostlyToMake) ?? state.items.endIndex
                 guard end > 0 else {
                     state.isDelivering = false
                     state.isMaking = true
-                    return ([], state.items[0])
+                    return ([], true)
                 }
                 guard end < state.items.endIndex else {
                     defer { state.items = [] }
-                    return (state.items, nil)
+                    return (state.items, false)
                 }
                 defer { state.items.removeFirst(end) }
-                return (Array(state.items[..<end]), nil)
+                return (Array(state.items[..<end]), false)
             }
-            if let costly { return make(costly) }
+            if makesFirst { return makeFirst() }
             guard !batch.isEmpty else { return }
             let current = target.current
             for item in batch { Target.deliver(item, to: current) }
         }
     }
 
-    /// Makes `item`, the first queued, on a thread of its own, puts it in its place, and delivers.
-    private func make(_ item: Item) {
+    /// Makes the first item queued on a thread of its own, puts it in its place, and delivers.
+    /// Call once ``State/isMaking`` is set for it: nothing else takes it out meanwhile.
+    @inline(never)
+    private func makeFirst() {
         DispatchQueue.global(qos: .utility).async { [self] in
-            let made = item.made()
+            let made = state.withLock { $0.items[0] }.made()
             state.withLock { state in
                 state.items[0] = made
                 state.isMaking = false
