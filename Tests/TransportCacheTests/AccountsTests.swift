@@ -603,7 +603,47 @@ struct AccountsTests {
         #expect(origin.calls.allSatisfy { $0.value(forHTTPHeaderField: Self.accountHeader) == nil })
         #expect(
             origin.calls.allSatisfy {
-                $0.allHTTPHeaderFields?.keys.contains { $0.lowercased() == "transportcache-account" } != true
+                $0.allHTTPHeaderFields?.keys.contains { $0.lowercased() == Self.accountHeader.lowercased() } != true
             })
+    }
+
+    @Test("an account that signs in again while its sign-out is still removing its entries is never answered them")
+    func signInDuringSignOut() async throws {
+        let accepted = Locked<Set<String>>(["Bearer me-1", "Bearer you-1", "Bearer me-2"])
+        let origin = origin(accepting: accepted)
+        let accounts = try Self.signedIn()
+        let transport = transport(origin, accounts: accounts)
+        #expect(try await transport.data(for: request("/feed", of: "me")).0.text.contains("call=1"))
+        // An invalidation under way, held as long as the test needs: the sign-out's removal of
+        // me's entries waits behind it.
+        let (holding, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        let invalidations = await transport.committer.invalidations
+        Thread.detachNewThread {
+            invalidations.withLock { _ in
+                holding.signal()
+                release.wait()
+            }
+        }
+        holding.wait()
+        let signedOut = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            try? accounts.setCredential(nil, for: "me")
+            transport.signOut(partition: "me")
+            signedOut.signal()
+        }
+        // The sign-out has begun; me's entry is still held.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while transport.store.state.withLock({ $0.departing.isEmpty }), ContinuousClock.now < deadline {
+            await Task.yield()
+        }
+        #expect(transport.statistics.entries == 1)
+        try accounts.setCredential("me-2", for: "me")
+        // Signed in again: what me held before is neither answered nor read from memory.
+        #expect(try transport.cachedValue(String.self, for: request("/feed", of: "me")) == nil)
+        let (data, _) = try await transport.data(for: request("/feed", of: "me"))
+        #expect(data.text.contains("auth=Bearer me-2 call=2"))
+        release.signal()
+        signedOut.wait()
+        #expect(try await transport.data(for: request("/feed", of: "you")).0.text.contains("auth=Bearer you-1"))
     }
 }

@@ -480,6 +480,8 @@ final class Committer: Sendable {
     /// Removes everything of `partition`, signed out, as an invalidation removes what it drops
     /// (``invalidate(_:endpoint:sparingPendingUpdates:)``), so that a join, a fetch's completion
     /// and a hit wait for one short step at most however much the account held:
+    /// 0. from the call on, until its last entry has left, none of its entries is found by a
+    ///    lookup: the account may sign in again meanwhile, and key its requests as before;
     /// 1. under the in-flight lock, its fetches in flight are taken out with their callers (to
     ///    fail, and their loads to cancel, once every lock is released), and its pending
     ///    optimistic updates forget what they would roll back to and never commit. This step
@@ -494,6 +496,15 @@ final class Committer: Sendable {
     @discardableResult
     func signOut(_ partition: String) -> Departure {
         func belongs(_ key: CacheKey) -> Bool { key.partition == partition }
+        // Until its last entry has left, none is found: an account that signs in again meanwhile
+        // keys its requests as before (``ResponseStore/State/departing``).
+        store.state.withLock { $0.departing[partition, default: 0] += 1 }
+        defer {
+            store.state.withLock { state in
+                state.departing[partition]! -= 1
+                if state.departing[partition] == 0 { state.departing[partition] = nil }
+            }
+        }
         let abandoned = inFlight.withLock { machine in
             let abandoned = machine.abandon(where: belongs)
             machine.optimistic.forget(where: belongs)

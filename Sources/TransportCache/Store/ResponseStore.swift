@@ -25,6 +25,19 @@ final class ResponseStore: Sendable {
         /// Whether anyone listens to the transport's events: kept here, so that a hit reads it
         /// under the lock it takes anyway.
         var isObserved = false
+        /// The partitions being signed out, each with how many sign-outs of it are under way:
+        /// their entries leave a few at a time (``Committer/signOut(_:)``), and until the last has
+        /// left, none of them is found. An account that signs in again meanwhile keys its
+        /// requests as before, and must not be answered what it held before it signed out.
+        var departing: [String: Int] = [:]
+
+        /// Whether `key` belongs to a partition being signed out. One test of an empty table on
+        /// a hit.
+        @inline(__always)
+        func isDeparting(_ key: CacheKey) -> Bool {
+            guard !departing.isEmpty, let partition = key.partition else { return false }
+            return departing[partition] != nil
+        }
 
         mutating func syncGauges() {
             statistics.bytesHeld = entries.totalCost
@@ -97,6 +110,10 @@ final class ResponseStore: Sendable {
     ) -> (entry: StoredResponse, verdict: Verdict)? {
         state.withLock { state in
             isObserved = state.isObserved
+            if state.isDeparting(key) {
+                _ = judge(.absent(nil), &state.statistics)
+                return nil
+            }
             if !touches {
                 guard let variants = state.entries.peekValue(forKey: key) else {
                     _ = judge(.absent(state.departures.reason(for: key)), &state.statistics)
@@ -129,7 +146,9 @@ final class ResponseStore: Sendable {
     /// The variant of `key` a request with `requestFields` selects, whatever its age, without
     /// touching recency.
     func peek(_ key: CacheKey, selectedBy requestFields: [String: String]?) -> StoredResponse? {
-        state.withLock { $0.entries.peekValue(forKey: key)?.selected(by: requestFields) }
+        state.withLock { state in
+            state.isDeparting(key) ? nil : state.entries.peekValue(forKey: key)?.selected(by: requestFields)
+        }
     }
 
     enum WriteResult: Equatable {
