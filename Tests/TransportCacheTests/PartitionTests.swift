@@ -196,6 +196,43 @@ struct PartitionTests {
         #expect(transport.store.index.withLock { $0.count } == 0)
     }
 
+    @Test("a partition switched back to while its sign-out is still removing its entries is never answered them")
+    func switchBackDuringSignOut() async throws {
+        let origin = ScriptedOrigin(respond: ScriptedOrigin.ok())
+        let credentials = Self.partitioned(token: "alice-1")
+        let transport = transport(origin, credentials: credentials)
+        #expect(try await transport.data(for: get("/feed")).0.text.contains("call=1"))
+        // An invalidation under way, held as long as the test needs: the sign-out's removal of
+        // alice's entries waits behind it.
+        let (holding, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        let invalidations = await transport.committer.invalidations
+        Thread.detachNewThread {
+            invalidations.withLock { _ in
+                holding.signal()
+                release.wait()
+            }
+        }
+        holding.wait()
+        let signedOut = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            credentials.credential = "bob-1"
+            transport.signOut(partition: "alice")
+            signedOut.signal()
+        }
+        // The sign-out has begun; alice's entry is still held.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while transport.store.state.withLock({ $0.departing.isEmpty }), ContinuousClock.now < deadline {
+            await Task.yield()
+        }
+        #expect(transport.statistics.entries == 1)
+        credentials.credential = "alice-2"
+        // Alice's again: what she held before is neither answered nor read from memory.
+        #expect(try transport.cachedValue(String.self, for: get("/feed")) == nil)
+        #expect(try await transport.data(for: get("/feed")).0.text.contains("auth=Bearer alice-2 call=2"))
+        release.signal()
+        signedOut.wait()
+    }
+
     @Test("a sign-out of a large partition lets the in-flight lock in between its steps, and leaves the others")
     func signOutInSteps() async throws {
         let count = ResponseStore.stepSize * 2_000
