@@ -126,6 +126,9 @@ final class RequestPreparation: Sendable {
         } else {
             account = nil
         }
+        // Tested here as well as in `headers(of:for:)`: a hit without keyed headers then passes its
+        // account on without retaining it for the call.
+        guard firstHeader != nil else { return LazyKey(adapted: nil, account: account, headers: nil) }
         return LazyKey(adapted: nil, account: account, headers: try headers(of: request, for: account))
     }
 
