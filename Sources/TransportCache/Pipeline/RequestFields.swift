@@ -19,6 +19,15 @@ struct RequestFields {
             self.init(empty: all)
             return
         }
+        // A request whose one field names its account (where each names its own, as common as a
+        // request without fields elsewhere) holds no key header or directive to look for: its
+        // account is read without the whole reading's setup, and nothing else is.
+        if readsAccount, all.count == 1 {
+            for (field, value) in all where AccountDirectory.isHeader(field) {
+                self.init(all: all, keyValues: [], directives: RequestDirectives(), accountName: value)
+                return
+            }
+        }
         self.init(reading: all, keyHeaders: keyHeaders, readsAccount: readsAccount)
     }
 
