@@ -465,6 +465,47 @@ struct AccountsTests {
         #expect(partitions(of: "/feed", in: transport) == ["you"])
     }
 
+    @Test(
+        "an optimistic update of an account racing its sign-out never commits after it: neither its provisional answers nor its confirmed ones",
+        arguments: [false, true])
+    func updateRacingSignOut(atConfirmation: Bool) async throws {
+        let origin = origin(accepting: Locked(["Bearer me-1", "Bearer you-1"]))
+        let accounts = try Self.signedIn()
+        let transport = transport(origin, accounts: accounts)
+        _ = try await transport.data(for: request("/feed", of: "you"))
+        var leftBehind = 0
+        // Many rounds, so that some sign-outs fall between an update's keying and its commit.
+        for round in 0..<500 {
+            try accounts.setCredential("me-1", for: "me")
+            let profile = request("/profile/\(round)", of: "me")
+            let start = Gate()
+            // Either the update begins as the sign-out runs, or its write returns then and its
+            // confirmed answers commit.
+            let updating = Task {
+                if !atConfirmation { try await start.wait() }
+                return try? await transport.optimisticUpdate(
+                    [ProvisionalAnswer(for: profile, data: Data("provisional".utf8))],
+                    write: { if atConfirmation { try await start.wait() } },
+                    confirmed: { [ProvisionalAnswer(for: profile, data: Data("confirmed".utf8))] })
+            }
+            let signingOut = Task {
+                try await start.wait()
+                transport.signOut(partition: "me")
+            }
+            await start.waitForArrivals(2)
+            start.open()
+            _ = try await updating.value
+            try await signingOut.value
+            if transport.snapshot().entries.contains(where: { $0.partition == "me" }) {
+                leftBehind += 1
+                transport.signOut(partition: "me")
+            }
+        }
+        #expect(leftBehind == 0)
+        #expect(transport.pendingUpdateKeys == 0)
+        #expect(partitions(of: "/feed", in: transport) == ["you"])
+    }
+
     // MARK: - Bad input
 
     @Test("a request that names no account fails with noAccount, whatever the call, and nothing is sent or stored")
@@ -565,6 +606,32 @@ struct AccountsTests {
                 == .noCredential)
         #expect(origin.callCount == 0)
         #expect(accounts.credential(for: "him") == nil)
+    }
+
+    @Test(
+        "a credential the app sets for an account while its refresh runs stays: the refresh runs to its end, its result is dropped, and its waiters go out with the app's"
+    )
+    func credentialSetDuringTheRefresh() async throws {
+        let origin = origin(accepting: Locked(["Bearer you-1", "Bearer me-9"]))
+        let refreshing = Gate()
+        let authenticator = TokenAuthenticator { token, _ in
+            try await refreshing.wait()
+            return Self.renewed(token)
+        }
+        let accounts = try Self.signedIn(authenticator)
+        let transport = transport(origin, accounts: accounts)
+        let waiting = Task { try await transport.data(for: request("/feed", of: "me")).0.text }
+        await refreshing.waitForArrivals(1)
+        // Another account's requests do not wait for it.
+        #expect(try await transport.data(for: request("/feed", of: "you")).0.text.contains("auth=Bearer you-1"))
+        try accounts.setCredential("me-9", for: "me")
+        refreshing.open()
+        #expect(try await waiting.value.contains("auth=Bearer me-9"))
+        #expect(refreshing.cancelled == 0)
+        #expect(authenticator.refreshes == 1)
+        #expect(accounts.credential(for: "me") == "me-9")
+        #expect(accounts.credential(for: "you") == "you-1")
+        #expect(!credentials(sentTo: "/feed", by: origin).contains("Bearer me-2"))
     }
 
     @Test("signing out an account never signed in leaves the others as they were")

@@ -360,6 +360,41 @@ struct AuthenticationTests {
         #expect(credentials.credential == "me-2")
     }
 
+    @Test(
+        "a sending adapter whose caller leaves runs to its end, never cancelled: the caller ends at once and nothing goes out, for a fetch and for a request passed through",
+        arguments: ["GET", "POST"])
+    func sendingAdapterRunsToItsEnd(method: String) async throws {
+        let origin = ScriptedOrigin(respond: ScriptedOrigin.ok())
+        let (adapting, ended) = (Gate(), Gate())
+        ended.open()
+        let transport = transport(origin) { configuration in
+            configuration.identity.requestAdapters = [
+                RequestAdapter { request in
+                    // Throws when the transport cancels the task that runs it.
+                    try await adapting.wait()
+                    try await ended.wait()
+                    var request = request
+                    request.setValue("1", forHTTPHeaderField: "X-Adapted")
+                    return request
+                }
+            ]
+        }
+        var left = request("\(base)/left", method: method)
+        if method == "POST" { left.httpBody = Data("{}".utf8) }
+        let caller = Task { [left] in try await transport.data(for: left) }
+        await adapting.waitForArrivals(1)
+        caller.cancel()
+        // The caller ends while its adapter is still held.
+        await #expect(throws: CancellationError.self) { try await caller.value }
+        #expect(transport.pendingWork.fetches == 0)
+        adapting.open()
+        await ended.waitForArrivals(1)
+        #expect(adapting.cancelled == 0)
+        // What the adapter gave went nowhere; a later request goes out as usual.
+        _ = try await transport.data(from: URL(string: "\(base)/next")!)
+        #expect(origin.calls.map { $0.url!.path } == ["/next"])
+    }
+
     @Test("a refused POST is resent once after the refresh")
     func refusedPostIsResent() async throws {
         let accepted = Locked<Set<String>>(["Bearer me-2"])
