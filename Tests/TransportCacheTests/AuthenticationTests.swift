@@ -395,6 +395,33 @@ struct AuthenticationTests {
         #expect(origin.calls.map { $0.url!.path } == ["/next"])
     }
 
+    @Test(
+        "a request refused after a refresh that began while it was in flight has failed fails with that refresh's error and starts no other; one sent after starts a new one"
+    )
+    func failedRefreshEndsItsBurst() async throws {
+        // Every credential is refused; `/late` is held while the gate is closed.
+        let origin = ScriptedOrigin(
+            gated: true, respond: { _, _ in .init(status: 401, text: "refused") },
+            holding: { $0.url!.path == "/late" })
+        let authenticator = TokenAuthenticator { _, _ in throw URLError(.userAuthenticationRequired) }
+        let transport = transport(origin, credentials: Credentials(authenticator, credential: "me-1"))
+        func code(_ path: String) async -> AuthenticationError.Code? {
+            (await thrownError { try await transport.data(from: URL(string: "\(self.base)\(path)")!) }
+                as? AuthenticationError)?.code
+        }
+        // Sent before the refresh, and refused after it failed.
+        let late = Task { await code("/late") }
+        await origin.waitForCalls(1)
+        #expect(await code("/first") == .refreshFailed)
+        #expect(authenticator.refreshes == 1)
+        origin.openGate()
+        #expect(await late.value == .refreshFailed)
+        #expect(authenticator.refreshes == 1)
+        // Sent after the failure: a burst of its own.
+        #expect(await code("/after") == .refreshFailed)
+        #expect(authenticator.refreshes == 2)
+    }
+
     @Test("a refused POST is resent once after the refresh")
     func refusedPostIsResent() async throws {
         let accepted = Locked<Set<String>>(["Bearer me-2"])

@@ -13,6 +13,10 @@ import FoundationNetworking
 /// - Two refreshes of one account never overlap: a request refused while a refresh it may not
 ///   join still runs (one of a credential the app replaced since) waits for that refresh's end
 ///   before it starts the next.
+/// - One refresh per burst: a request refused after a refresh that began while it was in flight
+///   has failed, fails with that refresh's error rather than starting another. An authorization
+///   server that refused one refresh token refuses it again, and one that rotates them may take a
+///   second presentation of a revoked one as a stolen token.
 /// - Once ended (signed out, or, for ``Credentials``, another account's credential set), nothing
 ///   is sent with it or refreshed again: every request of the account fails with why it ended.
 ///
@@ -25,6 +29,12 @@ final class AccountCredential<Authenticating: Authenticator>: CredentialRecoveri
         var generation = 0
         /// The refresh under way, and the generation it refreshes; nil once it has ended.
         var refresh: (refresh: SharedRefresh, of: Int)?
+        /// How many refreshes have started: a request going out notes it (``CredentialStamp``),
+        /// so that a refusal of it tells the refreshes that began while it was in flight.
+        var refreshesStarted = 0
+        /// The last refresh that failed: the generation it refreshed, its number among those
+        /// started, and its error.
+        var failed: (of: Int, number: Int, error: AuthenticationError)?
         var refreshStarts: [ContinuousClock.Instant] = []
         /// Why its requests fail, once it has ended.
         var ended: AuthenticationError.Code?
@@ -81,9 +91,9 @@ final class AccountCredential<Authenticating: Authenticator>: CredentialRecoveri
     /// - Throws: why the account ended; the refresh's error.
     nonisolated(nonsending) func authenticate(_ request: URLRequest) async throws -> Authenticated {
         while true {
-            let (credential, generation, refresh, ended) = state.withLock { state in
+            let (credential, generation, refreshesStarted, refresh, ended) = state.withLock { state in
                 (
-                    state.credential, state.generation,
+                    state.credential, state.generation, state.refreshesStarted,
                     state.refresh.flatMap { $0.of == state.generation ? ($0.refresh, $0.refresh.releases) : nil },
                     state.ended
                 )
@@ -97,13 +107,16 @@ final class AccountCredential<Authenticating: Authenticator>: CredentialRecoveri
             // The app's code runs with no lock held.
             var request = request
             authenticator.apply(credential, to: &request)
-            return Authenticated(request: request, stamp: CredentialStamp(account: self, generation: generation))
+            return Authenticated(
+                request: request,
+                stamp: CredentialStamp(account: self, generation: generation, refreshesStarted: refreshesStarted))
         }
     }
 
-    func recover(fromRefusalOf request: URLRequest, at refused: Int, clock: CacheClock, again: Bool) async throws
-        -> Bool
-    {
+    func recover(
+        fromRefusalOf request: URLRequest, at refused: Int, afterRefreshes sentAfter: Int, clock: CacheClock,
+        again: Bool
+    ) async throws -> Bool {
         while true {
             let (credential, generation, running, ended) = state.withLock {
                 ($0.credential, $0.generation, $0.refresh.map { ($0.refresh, $0.of, $0.refresh.releases) }, $0.ended)
@@ -125,7 +138,8 @@ final class AccountCredential<Authenticating: Authenticator>: CredentialRecoveri
             try Task.checkCancellation()
             let started: SharedRefresh?
             do {
-                started = try startRefresh(of: credential, refusing: request, ifStill: generation, at: clock.now)
+                started = try startRefresh(
+                    of: credential, refusing: request, ifStill: generation, sentAfter: sentAfter, at: clock.now)
             } catch let error as AuthenticationError where again && error.code == .tooManyRefreshes {
                 // One more refresh was only worth trying within the limit: the refusal is the answer.
                 return false
@@ -136,35 +150,42 @@ final class AccountCredential<Authenticating: Authenticator>: CredentialRecoveri
         }
     }
 
-    /// Starts the one refresh of `credential` at `now` (the transport's clock), unless the state
-    /// moved on since it was read at `generation` (then nil: read it again). Its task starts after
-    /// the lock is released.
+    /// Starts the one refresh of `credential` at `now` (the transport's clock), for `request`,
+    /// which went out when `sentAfter` refreshes had started, unless the state moved on since it
+    /// was read at `generation` (then nil: read it again). Its task starts after the lock is
+    /// released.
+    /// - Throws: the error of a refresh of `credential` that started while `request` was in flight
+    ///   and failed: the request was of its burst; ``AuthenticationError/Code/tooManyRefreshes``.
     private func startRefresh(
         of credential: Authenticating.Credential, refusing request: URLRequest, ifStill generation: Int,
-        at now: ContinuousClock.Instant
+        sentAfter: Int, at now: ContinuousClock.Instant
     ) throws -> SharedRefresh? {
-        let refresh = try state.withLock { state -> SharedRefresh? in
+        let started = try state.withLock { state -> (refresh: SharedRefresh, number: Int)? in
             guard state.generation == generation, state.refresh == nil, state.ended == nil else { return nil }
+            if let failed = state.failed, failed.of == generation, failed.number > sentAfter { throw failed.error }
             state.refreshStarts.removeAll { now - $0 >= limit.window }
             guard state.refreshStarts.count < limit.maximumRefreshes else {
                 throw AuthenticationError(.tooManyRefreshes)
             }
             state.refreshStarts.append(now)
+            state.refreshesStarted += 1
             let refresh = SharedRefresh()
             state.refresh = (refresh, generation)
-            return refresh
+            return (refresh, state.refreshesStarted)
         }
-        refresh?.start { [self] in
-            try await self.refreshed(credential, refusing: request, generation: generation)
+        guard let (refresh, number) = started else { return nil }
+        refresh.start { [self] in
+            try await self.refreshed(credential, refusing: request, generation: generation, number: number)
         }
         return refresh
     }
 
-    /// Runs the authenticator's refresh of `credential`, outside the transport's chain, and makes
-    /// its answer the current credential unless the app replaced it or the account ended meanwhile.
-    private func refreshed(_ credential: Authenticating.Credential, refusing request: URLRequest, generation: Int)
-        async throws
-    {
+    /// Runs the authenticator's refresh of `credential`, the `number`-th started, outside the
+    /// transport's chain, and makes its answer the current credential unless the app replaced it
+    /// or the account ended meanwhile; its failure is kept for the requests of its burst.
+    private func refreshed(
+        _ credential: Authenticating.Credential, refusing request: URLRequest, generation: Int, number: Int
+    ) async throws {
         let result: Result<Authenticating.Credential, any Error>
         do {
             result = .success(
@@ -177,16 +198,23 @@ final class AccountCredential<Authenticating: Authenticator>: CredentialRecoveri
         let unchanged = (try? result.get()).map { authenticator.isRequest(request, authenticatedWith: $0) } ?? false
         try state.withLock { state in
             state.refresh = nil
+            let failure: AuthenticationError
             switch result {
             case .failure(let error):
-                throw AuthenticationError(.refreshFailed, underlyingError: error)
+                failure = AuthenticationError(.refreshFailed, underlyingError: error)
             case .success(let refreshed):
-                if unchanged { throw AuthenticationError(.credentialUnchanged) }
+                guard !unchanged else {
+                    failure = AuthenticationError(.credentialUnchanged)
+                    break
+                }
                 if state.generation == generation, state.ended == nil {
                     state.credential = refreshed
                     state.generation += 1
                 }
+                return
             }
+            state.failed = (generation, number, failure)
+            throw failure
         }
     }
 }
@@ -195,27 +223,32 @@ final class AccountCredential<Authenticating: Authenticator>: CredentialRecoveri
 /// which of its credentials that was, so that a refusal of it is recovered from in that account.
 struct CredentialStamp: Sendable {
     let account: any CredentialRecovering
-    /// The credential's place among the account's (see ``CredentialRecovering/recover(fromRefusalOf:at:clock:again:)``).
+    /// The credential's place among the account's (see ``CredentialRecovering/recover(fromRefusalOf:at:afterRefreshes:clock:again:)``).
     let generation: Int
+    /// How many refreshes the account had started when the request went out.
+    let refreshesStarted: Int
 
     /// Returns once a credential later than this one is current in its account (true), or, for a
     /// request refused `again` after a refresh, when one more refresh is past the limit (false).
     func recover(fromRefusalOf request: URLRequest, clock: CacheClock, again: Bool) async throws -> Bool {
-        try await account.recover(fromRefusalOf: request, at: generation, clock: clock, again: again)
+        try await account.recover(
+            fromRefusalOf: request, at: generation, afterRefreshes: refreshesStarted, clock: clock, again: again)
     }
 }
 
 /// An account that recovers from a refusal of one of its credentials (``AccountCredential``).
 protocol CredentialRecovering: AnyObject, Sendable {
     /// Returns true once a credential later than the `refused`-th, which `request` was refused
-    /// with, is current: at once when one is, else after the account's one refresh. The refresh
-    /// limit's window is counted by `clock`, the transport's. For a request refused `again` right
-    /// after a refresh, a refresh past the limit is not an error: it returns false, and the
-    /// refusal is the request's answer.
+    /// with, is current: at once when one is, else after the account's one refresh. The request
+    /// went out when `started` refreshes had started: a refresh that started since and failed
+    /// was its burst's, and its error is the request's. The refresh limit's window is counted by
+    /// `clock`, the transport's. For a request refused `again` right after a refresh, a refresh
+    /// past the limit is not an error: it returns false, and the refusal is the request's answer.
     /// - Throws: ``AuthenticationError`` when there is none to be had; `CancellationError` when
     ///   the caller is cancelled (the refresh goes on).
-    func recover(fromRefusalOf request: URLRequest, at refused: Int, clock: CacheClock, again: Bool) async throws
-        -> Bool
+    func recover(
+        fromRefusalOf request: URLRequest, at refused: Int, afterRefreshes started: Int, clock: CacheClock, again: Bool
+    ) async throws -> Bool
 }
 
 /// The account of a request sent with no credential while none is signed in: a refusal of it
@@ -223,9 +256,9 @@ protocol CredentialRecovering: AnyObject, Sendable {
 final class NoCredential: CredentialRecovering {
     static let shared = NoCredential()
 
-    func recover(fromRefusalOf request: URLRequest, at refused: Int, clock: CacheClock, again: Bool) async throws
-        -> Bool
-    {
+    func recover(
+        fromRefusalOf request: URLRequest, at refused: Int, afterRefreshes started: Int, clock: CacheClock, again: Bool
+    ) async throws -> Bool {
         throw AuthenticationError(.noCredential)
     }
 }
