@@ -129,4 +129,67 @@ struct RefreshRotationEndToEndTests {
             #expect(await origin.overlappingRefreshes == 0)
         }
     }
+
+    @Test(
+        "several accounts: a refresh token revoked behind the app's back fails every waiting request of its account alone with refreshFailed; the other account refreshes and is answered"
+    )
+    func revokedRefreshTokenFailsOnlyItsAccount() async throws {
+        try await withOrigin { origin in
+            let session = URLSession(configuration: .ephemeral)
+            defer { session.finishTasksAndInvalidate() }
+            let mine = await origin.signIn()
+            let yours = await origin.signIn()
+            // Another device of the same user refreshed mine first: the refresh token the app
+            // holds for it is revoked.
+            var revoking = URLRequest(url: origin.url("/token?rotate=1"))
+            revoking.httpMethod = "POST"
+            revoking.httpBody = Data("grant_type=refresh_token&refresh_token=\(mine.refreshToken)".utf8)
+            _ = try await session.data(for: revoking)
+            // Both access tokens expire.
+            await origin.expireToken()
+
+            // Refreshes wait at the gate: every request of an account is refused meanwhile or
+            // waits for its refresh, one burst.
+            await origin.closeGate("token")
+            let tokens = RotatingTokens(session: session, tokenURL: origin.url("/token?rotate=1&gate=token"))
+            let accounts = Accounts(tokens)
+            try accounts.setCredential(
+                Grant(account: "me", accessToken: mine.accessToken, refreshToken: mine.refreshToken), for: "me")
+            try accounts.setCredential(
+                Grant(account: "you", accessToken: yours.accessToken, refreshToken: yours.refreshToken), for: "you")
+            var configuration = CachedTransport.Configuration()
+            configuration.identity.authenticate(with: accounts)
+            let transport = CachedTransport(configuration: configuration)
+
+            let calls = (0..<6).map { index in
+                let account = index % 2 == 0 ? "me" : "you"
+                var request = URLRequest(url: origin.url("/feed/\(index)?token=1"))
+                request.account = account
+                return (account, Task { [request] in await CallEnd { try await transport.data(for: request) } })
+            }
+            // Both accounts' refreshes have reached the origin (beside the revoking one): every
+            // request has been refused, or waits for its account's refresh.
+            _ = try #require(await ending(within: .seconds(30)) { await origin.waitForHits(path: "/token", count: 3) })
+            await origin.openGate("token")
+            var ends: [(String, CallEnd)] = []
+            for (account, call) in calls {
+                let end = try #require(try await ending(within: .seconds(30)) { await call.value }?.get())
+                ends.append((account, end))
+            }
+            let answers = await origin.refreshAnswers
+            let yourRefresh = try #require(answers.first { $0.presented == yours.refreshToken }?.accessToken)
+            for (account, end) in ends {
+                if account == "me" {
+                    #expect(end == .authentication(.refreshFailed), "\(end)")
+                } else {
+                    #expect(end.answer?.contains("auth=Bearer \(yourRefresh)") == true, "\(end)")
+                }
+            }
+            // One refresh of each account for the burst: mine presented the revoked token once.
+            #expect(answers.filter { $0.presented == mine.refreshToken }.count == 2, "\(answers)")
+            #expect(answers.filter { $0.presented == yours.refreshToken }.count == 1, "\(answers)")
+            #expect(accounts.credential(for: "me")?.refreshToken == mine.refreshToken)
+            #expect(accounts.credential(for: "you")?.accessToken == yourRefresh)
+        }
+    }
 }
