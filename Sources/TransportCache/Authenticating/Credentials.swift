@@ -170,7 +170,9 @@ extension Credentials: CredentialApplying {
         // Keyed with no account while none is signed in: it goes out with no credential, and a
         // refusal of it fails with `noCredential`.
         if account == nil, current == nil {
-            return Authenticated(request: request, stamp: CredentialStamp(account: NoCredential.shared, generation: 0, refreshesStarted: 0))
+            return Authenticated(
+                request: request,
+                stamp: CredentialStamp(account: NoCredential.shared, generation: 0, refreshesStarted: 0))
         }
         throw AuthenticationError(.identityChanged)
     }
