@@ -16,7 +16,9 @@ import TransportCache
 /// bookkeeping traps instead, ending the process). So the transport must never cancel such a task.
 /// This run makes every moment at which a transport might (a credential replaced, a partition
 /// signed out, every caller of a refresh or of a fetch leaving) happen many times over, at random
-/// points around those awaits, and asks that every call ends and the process still answers.
+/// points around those awaits, and asks that every call ends and the process still answers: once
+/// with one current credential (`Credentials`), once with several accounts signed in at once
+/// (`Accounts`), each request naming one.
 ///
 /// A deadlock blocks a thread of the concurrency pool for good, and may block the app's session,
 /// so a failure here can leave later tests of the same process stuck: the run is bounded by
@@ -38,9 +40,9 @@ struct NeverFreezeEndToEndTests {
     }
 
     @Test(
-        "tokens expire, accounts switch and sign out, callers leave at random moments around the app's URLSession awaits: every call ends, and the process still answers"
-    )
-    func everyCallEnds() async throws {
+        "tokens expire, accounts switch and sign out, callers leave at random moments around the app's URLSession awaits: every call ends, and the process still answers",
+        arguments: [false, true])
+    func everyCallEnds(severalAccounts: Bool) async throws {
         let seed = Self.seed
         try await withOrigin { origin in
             // The app's own session, for its refreshes and its adapter: a session of their own, so
@@ -49,23 +51,34 @@ struct NeverFreezeEndToEndTests {
             // Its refreshes pass the origin's gate `token`, which some rounds close to hold one.
             let tokens = SessionTokens(session: session, tokenURL: origin.url("/token?gate=token"))
             // Refreshes are the point here: no limit may turn them into tooManyRefreshes.
-            let credentials = Credentials(
-                tokens, credential: OriginAccount(name: "alice", token: "stale"),
-                limit: RefreshLimit(maximumRefreshes: 1_000_000, window: .seconds(1)), partition: { $0.name })
+            let limit = RefreshLimit(maximumRefreshes: 1_000_000, window: .seconds(1))
+            // One current credential of `Credentials`, or every account signed in at once
+            // (`Accounts`), each request naming one.
+            let identity: FreezeRun.Identity
             var configuration = CachedTransport.Configuration()
-            configuration.identity.authenticate(with: credentials)
+            if severalAccounts {
+                let accounts = Accounts(tokens, limit: limit)
+                configuration.identity.authenticate(with: accounts)
+                identity = .accounts(accounts)
+            } else {
+                let credentials = Credentials(
+                    tokens, credential: OriginAccount(name: "alice", token: "stale"), limit: limit,
+                    partition: { $0.name })
+                configuration.identity.authenticate(with: credentials)
+                identity = .credentials(credentials)
+            }
             configuration.identity.requestAdapters = [Self.nonceAdapter(session: session, url: origin.url("/nonce"))]
             let sessionConfiguration = URLSessionConfiguration.ephemeral
             sessionConfiguration.httpMaximumConnectionsPerHost = 32
             let transport = CachedTransport(configuration: configuration, sessionConfiguration: sessionConfiguration)
-            let run = FreezeRun(
-                origin: origin, transport: transport, credentials: credentials, tokens: tokens, seed: seed)
+            let run = FreezeRun(origin: origin, transport: transport, identity: identity, tokens: tokens, seed: seed)
 
             let explanation: @Sendable () -> String = {
                 """
                 a call, a refresh or an adapter is stuck, most likely a task cancelled while it \
                 awaited URLSession's async API, which deadlocks; that thread and the app's session may \
-                stay blocked, so later tests in this process may hang as well (seed \(seed); \(run.report))
+                stay blocked, so later tests in this process may hang as well (seed \(seed), \
+                \(severalAccounts ? "several accounts" : "one credential"); \(run.report))
                 """
             }
             let outcome = await endingTheProcess(
@@ -75,7 +88,7 @@ struct NeverFreezeEndToEndTests {
             }
             // A hang was reported: what follows would wait on what is stuck.
             guard let tally = try outcome?.get() else { return }
-            print("never freeze: seed \(seed), \(tally)")
+            print("never freeze, \(severalAccounts ? "several accounts" : "one credential"): seed \(seed), \(tally)")
             #expect(tally.unexpected.isEmpty, "seed \(seed): \(tally.unexpected.prefix(5))")
             // The run did what it is for: refreshes ran and callers left.
             #expect(tokens.refreshes > 0, "seed \(seed)")
@@ -84,8 +97,15 @@ struct NeverFreezeEndToEndTests {
             // The process is not wedged: the transport and the app's session still answer.
             let after = await endingTheProcess(unlessEndedWithin: .seconds(60), explanation: explanation()) {
                 await ending(within: .seconds(30), whenHung: explanation()) { () -> [CallEnd] in
-                    credentials.credential = OriginAccount(name: "alice", token: await origin.currentToken)
-                    let viaTransport = await CallEnd { try await transport.data(from: origin.url("/after?token=1")) }
+                    let signedIn = OriginAccount(name: "alice", token: await origin.currentToken)
+                    var after = URLRequest(url: origin.url("/after?token=1"))
+                    switch identity {
+                    case .credentials(let credentials): credentials.credential = signedIn
+                    case .accounts(let accounts):
+                        try? accounts.setCredential(signedIn, for: "alice")
+                        after.account = "alice"
+                    }
+                    let viaTransport = await CallEnd { [after] in try await transport.data(for: after) }
                     let viaSession = await CallEnd { try await session.data(from: origin.url("/nonce?after=1")) }
                     return [viaTransport, viaSession]
                 }
@@ -147,7 +167,7 @@ final class FreezeRun: Sendable {
         case cancelEvery
         case expireToken
         case switchAccount(String, validToken: Bool)
-        case signOut(firstSigningOutThePartition: Bool)
+        case signOut(String, firstSigningOutThePartition: Bool)
 
         var description: String {
             switch self {
@@ -155,7 +175,7 @@ final class FreezeRun: Sendable {
             case .cancelEvery: "cancelling every caller"
             case .expireToken: "expiring the token"
             case .switchAccount(let name, _): "switching to \(name)"
-            case .signOut(let partitionFirst):
+            case .signOut(_, let partitionFirst):
                 partitionFirst
                     ? "signing the partition out, then the credential" : "clearing the credential, then the partition"
             }
@@ -171,9 +191,18 @@ final class FreezeRun: Sendable {
 
     static let accounts = ["alice", "bob", "carol"]
 
+    /// Who the requests are sent as.
+    enum Identity: Sendable {
+        /// The one current credential: switching accounts replaces it.
+        case credentials(Credentials<SessionTokens>)
+        /// Every account signed in at once, each request naming one: switching accounts replaces
+        /// the credential of the one named.
+        case accounts(Accounts<SessionTokens>)
+    }
+
     let origin: LoopbackOrigin
     let transport: CachedTransport
-    let credentials: Credentials<SessionTokens>
+    let identity: Identity
     let tokens: SessionTokens
     let seed: UInt64
     private let progress = Mutex(Progress())
@@ -188,13 +217,10 @@ final class FreezeRun: Sendable {
             """
     }
 
-    init(
-        origin: LoopbackOrigin, transport: CachedTransport, credentials: Credentials<SessionTokens>,
-        tokens: SessionTokens, seed: UInt64
-    ) {
+    init(origin: LoopbackOrigin, transport: CachedTransport, identity: Identity, tokens: SessionTokens, seed: UInt64) {
         self.origin = origin
         self.transport = transport
-        self.credentials = credentials
+        self.identity = identity
         self.tokens = tokens
         self.seed = seed
     }
@@ -224,8 +250,15 @@ final class FreezeRun: Sendable {
     private func round(random: inout SplitMix64, into tally: inout FreezeTally) async {
         progress.withLock { $0.rounds += 1 }
         // Signed out: the next round signs in again, with a token a refresh must replace.
-        if credentials.credential == nil {
-            credentials.credential = OriginAccount(name: Self.pick(Self.accounts, &random), token: "stale")
+        switch identity {
+        case .credentials(let credentials):
+            if credentials.credential == nil {
+                credentials.credential = OriginAccount(name: Self.pick(Self.accounts, &random), token: "stale")
+            }
+        case .accounts(let accounts):
+            for name in Self.accounts where accounts.credential(for: name) == nil {
+                try? accounts.setCredential(OriginAccount(name: name, token: "stale"), for: name)
+            }
         }
         let holdsRefresh = random.next() % 2 == 0
         if holdsRefresh {
@@ -247,8 +280,10 @@ final class FreezeRun: Sendable {
         }
         progress.withLock { $0.started += urls.count }
         let callers = urls.map { url in
-            Task {
-                let end = await CallEnd { try await transport.data(from: url) }
+            var request = URLRequest(url: url)
+            if case .accounts = identity { request.account = Self.pick(Self.accounts, &random) }
+            return Task { [request] in
+                let end = await CallEnd { try await transport.data(for: request) }
                 self.progress.withLock { $0.ended += 1 }
                 return end
             }
@@ -281,15 +316,26 @@ final class FreezeRun: Sendable {
         case .expireToken:
             await origin.expireToken()
         case .switchAccount(let name, let validToken):
-            let token = validToken ? await origin.currentToken : "stale"
-            credentials.credential = OriginAccount(name: name, token: token)
-        case .signOut(let partitionFirst):
-            guard let name = credentials.credential?.name else { return }
+            let account = OriginAccount(name: name, token: validToken ? await origin.currentToken : "stale")
+            switch identity {
+            case .credentials(let credentials): credentials.credential = account
+            case .accounts(let accounts): try? accounts.setCredential(account, for: name)
+            }
+        case .signOut(let named, let partitionFirst):
+            let name: String
+            let clear: () -> Void
+            switch identity {
+            case .credentials(let credentials):
+                guard let current = credentials.credential?.name else { return }
+                (name, clear) = (current, { credentials.credential = nil })
+            case .accounts(let accounts):
+                (name, clear) = (named, { try? accounts.setCredential(nil, for: named) })
+            }
             if partitionFirst {
                 transport.signOut(partition: name)
-                credentials.credential = nil
+                clear()
             } else {
-                credentials.credential = nil
+                clear()
                 transport.signOut(partition: name)
             }
         }
@@ -301,7 +347,7 @@ final class FreezeRun: Sendable {
         case 35..<45: .cancelEvery
         case 45..<65: .expireToken
         case 65..<85: .switchAccount(pick(accounts, &random), validToken: random.next() % 3 == 0)
-        default: .signOut(firstSigningOutThePartition: random.next() % 2 == 0)
+        default: .signOut(pick(accounts, &random), firstSigningOutThePartition: random.next() % 2 == 0)
         }
     }
 
@@ -310,7 +356,7 @@ final class FreezeRun: Sendable {
         switch random.next() % 3 {
         case 0: .cancelEvery
         case 1: .switchAccount(pick(accounts, &random), validToken: false)
-        default: .signOut(firstSigningOutThePartition: random.next() % 2 == 0)
+        default: .signOut(pick(accounts, &random), firstSigningOutThePartition: random.next() % 2 == 0)
         }
     }
 
