@@ -559,13 +559,15 @@ struct PrefetchMeetsOtherCallsTests {
         while transport.queue.counts(for: url("/")).waiting < count { await Task.yield() }
     }
 
-    @Test("signing out a partition ends its prefetch waiting in the queue: failed, never sent")
-    func signOutEndsQueuedPrefetch() async throws {
+    @Test(
+        "signing out a partition ends its prefetch waiting in the queue: failed, never sent",
+        arguments: [IdentityConfiguration.partitions, .accounts])
+    func signOutEndsQueuedPrefetch(identity: IdentityConfiguration) async throws {
         let origin = authenticatingOrigin(accepting: Locked(["-", "Bearer me-1"]), gated: true)
-        let (transport, _) = IdentityConfiguration.partitions.transport(origin) { $0.network.maximumFetchesPerHost = 1 }
-        let first = Task { try await transport.data(for: request("\(base)/first")) }
+        let (transport, _) = identity.transport(origin) { $0.network.maximumFetchesPerHost = 1 }
+        let first = Task { try await transport.data(for: identity.request("\(base)/first")) }
         await origin.waitForCalls(1)
-        let prefetch = try transport.prefetch(request("\(base)/row"))
+        let prefetch = try transport.prefetch(identity.request("\(base)/row"))
         await waitForWaiting(1, in: transport)
         transport.signOut(partition: "me")
         guard case .failed(let error) = await prefetch.outcome else {
