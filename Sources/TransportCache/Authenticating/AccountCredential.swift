@@ -13,10 +13,12 @@ import FoundationNetworking
 /// - Two refreshes of one account never overlap: a request refused while a refresh it may not
 ///   join still runs (one of a credential the app replaced since) waits for that refresh's end
 ///   before it starts the next.
-/// - One refresh per burst: a request refused after a refresh that began while it was in flight
-///   has failed, fails with that refresh's error rather than starting another. An authorization
-///   server that refused one refresh token refuses it again, and one that rotates them may take a
-///   second presentation of a revoked one as a stolen token.
+/// - One refresh per burst: a request stamped with a credential before the last refresh of that
+///   credential began, and refused after that refresh failed (whatever its error, a returned
+///   unchanged credential included), fails with its error rather than starting another; one
+///   running is joined as usual. An authorization server that refused one refresh token refuses it
+///   again, and one that rotates them may take a second presentation of a revoked one as a stolen
+///   token. The failure outranks ``AuthenticationError/Code/tooManyRefreshes``.
 /// - Once ended (signed out, or, for ``Credentials``, another account's credential set), nothing
 ///   is sent with it or refreshed again: every request of the account fails with why it ended.
 ///
@@ -29,9 +31,10 @@ final class AccountCredential<Authenticating: Authenticator>: CredentialRecoveri
         var generation = 0
         /// The refresh under way, and the generation it refreshes; nil once it has ended.
         var refresh: (refresh: SharedRefresh, of: Int)?
-        /// How many refreshes have started: a request going out notes it (``CredentialStamp``),
-        /// so that a refusal of it tells the refreshes that began while it was in flight.
-        var refreshesStarted = 0
+        /// The number of the last refresh started (they are numbered from 1): a request going out
+        /// notes it (``CredentialStamp``), so that a refusal of it tells the refreshes that began
+        /// after it was stamped.
+        var lastRefreshNumber = 0
         /// The last refresh that failed: the generation it refreshed, its number among those
         /// started, and its error.
         var failed: (of: Int, number: Int, error: AuthenticationError)?
@@ -91,9 +94,9 @@ final class AccountCredential<Authenticating: Authenticator>: CredentialRecoveri
     /// - Throws: why the account ended; the refresh's error.
     nonisolated(nonsending) func authenticate(_ request: URLRequest) async throws -> Authenticated {
         while true {
-            let (credential, generation, refreshesStarted, refresh, ended) = state.withLock { state in
+            let (credential, generation, lastRefreshNumber, refresh, ended) = state.withLock { state in
                 (
-                    state.credential, state.generation, state.refreshesStarted,
+                    state.credential, state.generation, state.lastRefreshNumber,
                     state.refresh.flatMap { $0.of == state.generation ? ($0.refresh, $0.refresh.releases) : nil },
                     state.ended
                 )
@@ -109,12 +112,12 @@ final class AccountCredential<Authenticating: Authenticator>: CredentialRecoveri
             authenticator.apply(credential, to: &request)
             return Authenticated(
                 request: request,
-                stamp: CredentialStamp(account: self, generation: generation, refreshesStarted: refreshesStarted))
+                stamp: CredentialStamp(account: self, generation: generation, lastRefreshNumber: lastRefreshNumber))
         }
     }
 
     func recover(
-        fromRefusalOf request: URLRequest, at refused: Int, afterRefreshes sentAfter: Int, clock: CacheClock,
+        fromRefusalOf request: URLRequest, at refused: Int, sentAfter: Int, clock: CacheClock,
         again: Bool
     ) async throws -> Bool {
         while true {
@@ -151,11 +154,11 @@ final class AccountCredential<Authenticating: Authenticator>: CredentialRecoveri
     }
 
     /// Starts the one refresh of `credential` at `now` (the transport's clock), for `request`,
-    /// which went out when `sentAfter` refreshes had started, unless the state moved on since it
+    /// stamped after refresh number `sentAfter` had started, unless the state moved on since it
     /// was read at `generation` (then nil: read it again). Its task starts after the lock is
     /// released.
-    /// - Throws: the error of a refresh of `credential` that started while `request` was in flight
-    ///   and failed: the request was of its burst; ``AuthenticationError/Code/tooManyRefreshes``.
+    /// - Throws: the error of a later refresh of `credential` that failed: the request was of its
+    ///   burst; ``AuthenticationError/Code/tooManyRefreshes``.
     private func startRefresh(
         of credential: Authenticating.Credential, refusing request: URLRequest, ifStill generation: Int,
         sentAfter: Int, at now: ContinuousClock.Instant
@@ -168,10 +171,10 @@ final class AccountCredential<Authenticating: Authenticator>: CredentialRecoveri
                 throw AuthenticationError(.tooManyRefreshes)
             }
             state.refreshStarts.append(now)
-            state.refreshesStarted += 1
+            state.lastRefreshNumber += 1
             let refresh = SharedRefresh()
             state.refresh = (refresh, generation)
-            return (refresh, state.refreshesStarted)
+            return (refresh, state.lastRefreshNumber)
         }
         guard let (refresh, number) = started else { return nil }
         refresh.start { [self] in
@@ -223,16 +226,16 @@ final class AccountCredential<Authenticating: Authenticator>: CredentialRecoveri
 /// which of its credentials that was, so that a refusal of it is recovered from in that account.
 struct CredentialStamp: Sendable {
     let account: any CredentialRecovering
-    /// The credential's place among the account's (see ``CredentialRecovering/recover(fromRefusalOf:at:afterRefreshes:clock:again:)``).
+    /// The credential's place among the account's (see ``CredentialRecovering/recover(fromRefusalOf:at:sentAfter:clock:again:)``).
     let generation: Int
-    /// How many refreshes the account had started when the request went out.
-    let refreshesStarted: Int
+    /// The number of the account's last refresh started when the request was stamped.
+    let lastRefreshNumber: Int
 
     /// Returns once a credential later than this one is current in its account (true), or, for a
     /// request refused `again` after a refresh, when one more refresh is past the limit (false).
     func recover(fromRefusalOf request: URLRequest, clock: CacheClock, again: Bool) async throws -> Bool {
         try await account.recover(
-            fromRefusalOf: request, at: generation, afterRefreshes: refreshesStarted, clock: clock, again: again)
+            fromRefusalOf: request, at: generation, sentAfter: lastRefreshNumber, clock: clock, again: again)
     }
 }
 
@@ -240,14 +243,14 @@ struct CredentialStamp: Sendable {
 protocol CredentialRecovering: AnyObject, Sendable {
     /// Returns true once a credential later than the `refused`-th, which `request` was refused
     /// with, is current: at once when one is, else after the account's one refresh. The request
-    /// went out when `started` refreshes had started: a refresh that started since and failed
-    /// was its burst's, and its error is the request's. The refresh limit's window is counted by
+    /// was stamped after the account's refresh number `sentAfter` had started: a later refresh of
+    /// the same credential that failed was its burst's, and its error is the request's. The refresh limit's window is counted by
     /// `clock`, the transport's. For a request refused `again` right after a refresh, a refresh
     /// past the limit is not an error: it returns false, and the refusal is the request's answer.
     /// - Throws: ``AuthenticationError`` when there is none to be had; `CancellationError` when
     ///   the caller is cancelled (the refresh goes on).
     func recover(
-        fromRefusalOf request: URLRequest, at refused: Int, afterRefreshes started: Int, clock: CacheClock, again: Bool
+        fromRefusalOf request: URLRequest, at refused: Int, sentAfter: Int, clock: CacheClock, again: Bool
     ) async throws -> Bool
 }
 
@@ -257,7 +260,7 @@ final class NoCredential: CredentialRecovering {
     static let shared = NoCredential()
 
     func recover(
-        fromRefusalOf request: URLRequest, at refused: Int, afterRefreshes started: Int, clock: CacheClock, again: Bool
+        fromRefusalOf request: URLRequest, at refused: Int, sentAfter: Int, clock: CacheClock, again: Bool
     ) async throws -> Bool {
         throw AuthenticationError(.noCredential)
     }

@@ -25,8 +25,10 @@ import FoundationNetworking
 ///   a refresh, when that is the same account's, and fails with
 ///   ``AuthenticationError/Code/identityChanged`` otherwise: a refused request goes out again only
 ///   with a newer credential of its own account than the refused one;
-/// - a refresh that throws fails every request waiting for it with
-///   ``AuthenticationError/Code/refreshFailed``, and the next refused request may try again;
+/// - a refresh that throws (or returns the refused credential) fails every request waiting for it
+///   with ``AuthenticationError/Code/refreshFailed`` (``AuthenticationError/Code/credentialUnchanged``),
+///   and so does a refusal, after its end, of a request stamped with the credential before it
+///   began: one refresh per burst. A request that goes out after it may start the next;
 /// - more than ``RefreshLimit/maximumRefreshes`` within the window fail with
 ///   ``AuthenticationError/Code/tooManyRefreshes``.
 ///
@@ -172,7 +174,7 @@ extension Credentials: CredentialApplying {
         if account == nil, current == nil {
             return Authenticated(
                 request: request,
-                stamp: CredentialStamp(account: NoCredential.shared, generation: 0, refreshesStarted: 0))
+                stamp: CredentialStamp(account: NoCredential.shared, generation: 0, lastRefreshNumber: 0))
         }
         throw AuthenticationError(.identityChanged)
     }
