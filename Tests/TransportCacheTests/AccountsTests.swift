@@ -431,35 +431,46 @@ struct AccountsTests {
         #expect(origin.callCount(for: "\(base)/feed") == 1)
     }
 
-    @Test("a store(_:) for an account racing its sign-out never commits after it")
-    func storeRacingSignOut() async throws {
-        let origin = origin(accepting: Locked(["Bearer me-1", "Bearer you-1"]))
-        let accounts = try Self.signedIn()
-        let transport = transport(origin, accounts: accounts)
-        _ = try await transport.data(for: request("/feed", of: "you"))
+    /// Runs `rounds` rounds of a write of "me" racing me's sign-out on `transport`: `write` makes
+    /// round `round`'s write, and passes `start` (shared with the sign-out's task) where the race
+    /// begins. - Returns: how many rounds left something of "me" stored after both had ended.
+    func racesLeavingEntries(
+        _ rounds: Int, on transport: CachedTransport, signingIn accounts: Accounts<TokenAuthenticator>,
+        write: @escaping @Sendable (_ round: Int, _ start: Gate) async throws -> Void
+    ) async throws -> Int {
         var leftBehind = 0
-        // Many rounds, so that some sign-outs fall between the store's keying and its commit.
-        for round in 0..<1000 {
+        for round in 0..<rounds {
             try accounts.setCredential("me-1", for: "me")
-            let answer = ProvisionalAnswer(for: request("/stored/\(round)", of: "me"), data: Data("mine".utf8))
             // Both start together, on two threads.
             let start = Gate()
-            let storing = Task {
-                try await start.wait()
-                try? transport.store(answer)
-            }
+            let writing = Task { try await write(round, start) }
             let signingOut = Task {
                 try await start.wait()
                 transport.signOut(partition: "me")
             }
             await start.waitForArrivals(2)
             start.open()
-            try await storing.value
+            try await writing.value
             try await signingOut.value
             if transport.snapshot().entries.contains(where: { $0.partition == "me" }) {
                 leftBehind += 1
                 transport.signOut(partition: "me")
             }
+        }
+        return leftBehind
+    }
+
+    @Test("a store(_:) for an account racing its sign-out never commits after it")
+    func storeRacingSignOut() async throws {
+        let origin = origin(accepting: Locked(["Bearer me-1", "Bearer you-1"]))
+        let accounts = try Self.signedIn()
+        let transport = transport(origin, accounts: accounts)
+        _ = try await transport.data(for: request("/feed", of: "you"))
+        // Many rounds, so that some sign-outs fall between the store's keying and its commit.
+        let leftBehind = try await racesLeavingEntries(1000, on: transport, signingIn: accounts) { round, start in
+            let answer = ProvisionalAnswer(for: request("/stored/\(round)", of: "me"), data: Data("mine".utf8))
+            try await start.wait()
+            try? transport.store(answer)
         }
         #expect(leftBehind == 0)
         #expect(partitions(of: "/feed", in: transport) == ["you"])
@@ -473,33 +484,16 @@ struct AccountsTests {
         let accounts = try Self.signedIn()
         let transport = transport(origin, accounts: accounts)
         _ = try await transport.data(for: request("/feed", of: "you"))
-        var leftBehind = 0
-        // Many rounds, so that some sign-outs fall between an update's keying and its commit.
-        for round in 0..<500 {
-            try accounts.setCredential("me-1", for: "me")
+        // Many rounds, so that some sign-outs fall between an update's keying and its commit:
+        // either the update begins as the sign-out runs, or its write returns then and its
+        // confirmed answers commit.
+        let leftBehind = try await racesLeavingEntries(500, on: transport, signingIn: accounts) { round, start in
             let profile = request("/profile/\(round)", of: "me")
-            let start = Gate()
-            // Either the update begins as the sign-out runs, or its write returns then and its
-            // confirmed answers commit.
-            let updating = Task {
-                if !atConfirmation { try await start.wait() }
-                return try? await transport.optimisticUpdate(
-                    [ProvisionalAnswer(for: profile, data: Data("provisional".utf8))],
-                    write: { if atConfirmation { try await start.wait() } },
-                    confirmed: { [ProvisionalAnswer(for: profile, data: Data("confirmed".utf8))] })
-            }
-            let signingOut = Task {
-                try await start.wait()
-                transport.signOut(partition: "me")
-            }
-            await start.waitForArrivals(2)
-            start.open()
-            _ = try await updating.value
-            try await signingOut.value
-            if transport.snapshot().entries.contains(where: { $0.partition == "me" }) {
-                leftBehind += 1
-                transport.signOut(partition: "me")
-            }
+            if !atConfirmation { try await start.wait() }
+            _ = try? await transport.optimisticUpdate(
+                [ProvisionalAnswer(for: profile, data: Data("provisional".utf8))],
+                write: { if atConfirmation { try await start.wait() } },
+                confirmed: { [ProvisionalAnswer(for: profile, data: Data("confirmed".utf8))] })
         }
         #expect(leftBehind == 0)
         #expect(transport.pendingUpdateKeys == 0)
