@@ -53,10 +53,7 @@ struct AccountSwitchTests {
         let accepted = Locked<Set<String>>(["Bearer you-1"])
         let origin = authenticatingOrigin(accepting: accepted)
         let refreshing = Gate()
-        let authenticator = TokenAuthenticator { _, _ in
-            try await refreshing.wait()
-            return "me-2"
-        }
+        let authenticator = TokenAuthenticator(heldAt: refreshing) { _, _ in "me-2" }
         let (transport, credentials) = IdentityConfiguration.partitions.transport(origin, authenticator: authenticator)
         let refused = Task { try await transport.data(for: request("\(self.base)/feed")) }
         await refreshing.waitForArrivals(1)

@@ -217,9 +217,7 @@ struct AccountsTests {
         let origin = origin(
             accepting: Locked(["Bearer you-1"]), gated: true, holding: { $0.url!.path.hasPrefix("/mine") })
         let refreshing = Gate()
-        let authenticator = TokenAuthenticator { _, _ in
-            try await refreshing.wait()
-            throw URLError(.userAuthenticationRequired)
+        let authenticator = TokenAuthenticator(heldAt: refreshing) { _, _ in throw URLError(.userAuthenticationRequired)
         }
         let accounts = try Self.signedIn(authenticator)
         let transport = transport(origin, accounts: accounts) { $0.network.maximumFetchesPerHost = 10 }
@@ -393,10 +391,7 @@ struct AccountsTests {
     func signOutWhileWaitingForTheRefresh(credentialFirst: Bool) async throws {
         let origin = origin(accepting: Locked(["Bearer you-1"]))
         let refreshing = Gate()
-        let authenticator = TokenAuthenticator { token, _ in
-            try await refreshing.wait()
-            return Self.renewed(token)
-        }
+        let authenticator = TokenAuthenticator(heldAt: refreshing) { token, _ in Self.renewed(token) }
         let accounts = try Self.signedIn(authenticator)
         let transport = transport(origin, accounts: accounts)
         _ = try await transport.data(for: request("/feed", of: "you"))
@@ -608,10 +603,7 @@ struct AccountsTests {
     func credentialSetDuringTheRefresh() async throws {
         let origin = origin(accepting: Locked(["Bearer you-1", "Bearer me-9"]))
         let refreshing = Gate()
-        let authenticator = TokenAuthenticator { token, _ in
-            try await refreshing.wait()
-            return Self.renewed(token)
-        }
+        let authenticator = TokenAuthenticator(heldAt: refreshing) { token, _ in Self.renewed(token) }
         let accounts = try Self.signedIn(authenticator)
         let transport = transport(origin, accounts: accounts)
         let waiting = Task { try await transport.data(for: request("/feed", of: "me")).0.text }
@@ -677,15 +669,7 @@ struct AccountsTests {
         #expect(try await transport.data(for: request("/feed", of: "me")).0.text.contains("call=1"))
         // An invalidation under way, held as long as the test needs: the sign-out's removal of
         // me's entries waits behind it.
-        let (holding, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
-        let invalidations = await transport.committer.invalidations
-        Thread.detachNewThread {
-            invalidations.withLock { _ in
-                holding.signal()
-                release.wait()
-            }
-        }
-        holding.wait()
+        let release = await holdingInvalidations(of: transport)
         let signedOut = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             try? accounts.setCredential(nil, for: "me")

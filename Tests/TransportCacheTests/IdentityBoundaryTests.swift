@@ -175,10 +175,7 @@ struct IdentityBoundaryTests {
         let accepted = Locked<Set<String>>(["Bearer me-1"])
         let origin = authenticatingOrigin(accepting: accepted)
         let refreshing = Gate()
-        let authenticator = TokenAuthenticator { _, refresh in
-            try await refreshing.wait()
-            return "me-\(refresh + 1)"
-        }
+        let authenticator = TokenAuthenticator(heldAt: refreshing) { _, refresh in "me-\(refresh + 1)" }
         let (transport, _) = identity.transport(origin, authenticator: authenticator)
         let kept = request("\(base)/kept")
         _ = try await transport.data(for: kept)

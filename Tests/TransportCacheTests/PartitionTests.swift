@@ -156,16 +156,8 @@ struct PartitionTests {
         let bob = Task { try await transport.data(for: request("https://other.example.com/feed")) }
         await origin.waitForCalls(1)
         // An invalidation under way, held as long as the test needs: the lock it holds throughout.
-        let (holding, release, released) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), Locked(false))
-        let invalidations = await transport.committer.invalidations
-        Thread.detachNewThread {
-            invalidations.withLock { _ in
-                holding.signal()
-                release.wait()
-                released.withLock { $0 = true }
-            }
-        }
-        holding.wait()
+        let released = Locked(false)
+        let release = await holdingInvalidations(of: transport, released: released)
         let signedOut = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             transport.signOut(partition: "bob")
@@ -204,15 +196,7 @@ struct PartitionTests {
         #expect(try await transport.data(for: get("/feed")).0.text.contains("call=1"))
         // An invalidation under way, held as long as the test needs: the sign-out's removal of
         // alice's entries waits behind it.
-        let (holding, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
-        let invalidations = await transport.committer.invalidations
-        Thread.detachNewThread {
-            invalidations.withLock { _ in
-                holding.signal()
-                release.wait()
-            }
-        }
-        holding.wait()
+        let release = await holdingInvalidations(of: transport)
         let signedOut = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
             credentials.credential = "bob-1"

@@ -16,10 +16,7 @@ struct RefreshSeamTests {
     func abandonedRefresh() async throws {
         let origin = authenticatingOrigin(accepting: Locked(["Bearer me-2"]))
         let refreshing = Gate()
-        let authenticator = TokenAuthenticator { _, _ in
-            try await refreshing.wait()
-            return "me-2"
-        }
+        let authenticator = TokenAuthenticator(heldAt: refreshing) { _, _ in "me-2" }
         let (transport, credentials) = IdentityConfiguration.authenticator.transport(
             origin, authenticator: authenticator)
         let dismissed = Task { try await transport.data(for: request("\(self.base)/dismissed")) }
@@ -40,10 +37,7 @@ struct RefreshSeamTests {
     func refreshDoesNotReplaceTheAppsCredential() async throws {
         let origin = authenticatingOrigin(accepting: Locked(["Bearer me-5"]))
         let refreshing = Gate()
-        let authenticator = TokenAuthenticator { _, _ in
-            try await refreshing.wait()
-            return "me-2"
-        }
+        let authenticator = TokenAuthenticator(heldAt: refreshing) { _, _ in "me-2" }
         let (transport, credentials) = IdentityConfiguration.partitions.transport(origin, authenticator: authenticator)
         let waiting = Task { try await transport.data(for: request("\(self.base)/feed")).0.text }
         await refreshing.waitForArrivals(1)
@@ -62,10 +56,7 @@ struct RefreshSeamTests {
     func accountSwitchEndsTheRefresh(signsOut: Bool) async throws {
         let origin = authenticatingOrigin(accepting: Locked(["Bearer you-1"]))
         let refreshing = Gate()
-        let authenticator = TokenAuthenticator { _, _ in
-            try await refreshing.wait()
-            throw URLError(.badServerResponse)
-        }
+        let authenticator = TokenAuthenticator(heldAt: refreshing) { _, _ in throw URLError(.badServerResponse) }
         let (transport, credentials) = IdentityConfiguration.partitions.transport(origin, authenticator: authenticator)
         let old = Task { try await transport.data(for: request("\(self.base)/mine")) }
         await refreshing.waitForArrivals(1)

@@ -23,10 +23,7 @@ struct SignOutInFlightTests {
             },
             holding: { $0.url!.path == "/feed" })
         let refreshing = Gate()
-        let authenticator = TokenAuthenticator { _, _ in
-            try await refreshing.wait()
-            return "me-2"
-        }
+        let authenticator = TokenAuthenticator(heldAt: refreshing) { _, _ in "me-2" }
         let (transport, credentials) = IdentityConfiguration.partitions.transport(origin, authenticator: authenticator)
         {
             $0.stayingCurrent.minimumRevalidationInterval = .zero

@@ -40,3 +40,20 @@ func httpDate(_ offset: TimeInterval = 0) -> String {
     formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
     return formatter.string(from: Date().addingTimeInterval(offset))
 }
+
+/// Holds `transport`'s invalidations' lock on a thread of its own, as an invalidation under way
+/// holds it, and returns once it is held: signal the semaphore returned to let it go. `released`,
+/// when given, is set once it has been let go.
+func holdingInvalidations(of transport: CachedTransport, released: Locked<Bool>? = nil) async -> DispatchSemaphore {
+    let (holding, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+    let invalidations = await transport.committer.invalidations
+    Thread.detachNewThread {
+        invalidations.withLock { _ in
+            holding.signal()
+            release.wait()
+            released?.withLock { $0 = true }
+        }
+    }
+    holding.wait()
+    return release
+}

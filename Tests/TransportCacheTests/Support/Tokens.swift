@@ -19,6 +19,16 @@ final class TokenAuthenticator: Authenticator {
         self.refreshed = refreshed
     }
 
+    /// Refreshes that each wait at `gate` first, then give what `refreshed` makes.
+    convenience init(
+        heldAt gate: Gate, then refreshed: @escaping @Sendable (_ token: String, _ refresh: Int) async throws -> String
+    ) {
+        self.init { token, refresh in
+            try await gate.wait()
+            return try await refreshed(token, refresh)
+        }
+    }
+
     var refreshes: Int { count.withLock { $0 } }
 
     static func account(of token: String) -> String { String(token.prefix { $0 != "-" }) }
