@@ -19,6 +19,7 @@ extension CachedTransport {
         let action = changingFetches {
             $0.loadStarted(prepared, for: launch.id, stage: launch.stage, at: launch.priority)
         }
+        // Every caller left before the load was recorded: nothing is prepared or sent.
         if case .cancel = action { return }
         Task {
             let outgoing: Outgoing
@@ -49,21 +50,6 @@ extension CachedTransport {
         return credentials.isRefusal(answer.1, to: request)
     }
 
-    /// What a refused `fetch` sent, and the credential that carried (with its account, to recover
-    /// in); nil when it may not reauthenticate: a refresh's own request, one that carried the app's
-    /// own credential, or one already resent as often as a fetch may be. Call with the in-flight
-    /// lock held.
-    /// - Returns: also the fetch's stage whose load the wait for a credential is.
-    /// - Returns: also whether it was refused again after an earlier wait.
-    nonisolated func reauthentication(of fetch: Fetch, in machine: inout FetchStateMachine) -> (
-        URLRequest, CredentialStamp, stage: Int, again: Bool
-    )? {
-        guard !fetch.bypassesPreparation, let sent = fetch.sent, let stamp = sent.stamp,
-            let stage = machine.waitsForCredential(fetch)
-        else { return nil }
-        return (sent.request, stamp, stage, fetch.reauthentications > 1)
-    }
-
     /// Waits for a credential of its account later than the one `stamp` names (the account's one
     /// shared refresh, see ``Credentials``), then sends fetch `fetchID` once more with it; fails
     /// the fetch with the refresh's error. Refused `again`, and one more refresh past the limit,
@@ -86,13 +72,7 @@ extension CachedTransport {
                     return
                 }
                 let now = planner.policy.clock.date
-                let next = inFlight.withLock { machine -> Launch? in
-                    guard let again = machine.sendsAgain(fetchID, requestTime: now) else {
-                        return nil
-                    }
-                    return launchable(again, in: &machine)
-                }
-                if let next { launch(next) }
+                perform(inFlight.withLock { $0.waitEnded(fetchID, at: now, retrying: false, facts: self) })
             })
     }
 
@@ -232,11 +212,6 @@ extension CachedTransport {
     /// - Complexity: O(n) in the keys held, read a batch at a time under the lock a hit takes.
     public nonisolated func signOut(partition: String) {
         preparation?.credentials?.signedOut(partition: partition)
-        let (waiters, loads) = committer.signOut(partition).abandoned
-        for waiter in waiters {
-            let outcome = CacheOutcome(source: .network(waiter.reason))
-            waiter.resume(with: .failure(AuthenticationError(.signedOut).carrying(outcome)))
-        }
-        for load in loads { load.cancel() }
+        perform(committer.signOut(partition).abandoned)
     }
 }

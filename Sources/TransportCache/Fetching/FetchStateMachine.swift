@@ -5,10 +5,13 @@ import FoundationNetworking
 
 /// The fetches in flight and the callers waiting on them: events in, actions out.
 ///
-/// Each method takes one event (a caller arrives, a load starts, a fetch answers, a caller
-/// leaves, keys are invalidated) and returns what its caller must do once it has released the
-/// in-flight lock that guards the machine: resume a caller, start or cancel a load. It never
-/// resumes, loads or cancels anything itself.
+/// Each method takes one event (a caller arrives, a load starts, an attempt ends, a wait ends, a
+/// caller leaves, an account signs out, keys are invalidated or updated), decides every move of
+/// the fetches it touches, and returns one ``FetchAction``: what its caller must do once it has
+/// released the in-flight lock that guards the machine (``CachedTransport/perform(_:launchingOffCaller:)``).
+/// What it reads beyond the fetches (a stored answer, the entry a fetch confirms, the retry
+/// policy) and the store's work an answer does come through ``FetchFacts``, the library's own code;
+/// it never resumes, loads, cancels or calls the app's code itself.
 ///
 /// Kept behind one lock rather than on the actor: a caller joins or leaves from its own executor,
 /// and the answer resumes it straight onto that executor. Through the actor, each of ten thousand
@@ -35,11 +38,40 @@ struct FetchStateMachine: Sendable {
     /// See ``takePriorityRise()``.
     private var priorityRose = false
 
+    // MARK: - Decisions
+
+    /// A plan arrives with `waiter` (nil for a background revalidation): it joins the fetch in
+    /// flight its sharing allows, else takes an answer stored meanwhile when it may, else starts a
+    /// fetch; the last two only at `reading` (nil until the clock is read: then it ends with
+    /// ``FetchAction/needsClock``, and arrives again with the time). A cancelled caller joins
+    /// nothing. A background revalidation of a key under pending optimistic updates is claimed
+    /// once, on the first arrival (see ``OptimisticLayers/claimBackgroundRevalidation(of:)``).
+    mutating func arrive(
+        _ plan: FetchPlan, waiter: Waiter?, cancelled: Bool = false, at reading: ClockReading?,
+        facts: some FetchFacts
+    ) -> FetchAction {
+        if let waiter, cancelled { return .end([waiter], because: .cancelled, cancelling: [], then: []) }
+        if waiter == nil, reading == nil, !optimistic.claimBackgroundRevalidation(of: plan.key) { return .none }
+        if let watchers = join(waiter, key: plan.key, sharing: plan.sharing) { return .joined(watchers) }
+        guard let reading else { return .needsClock }
+        if plan.mayTakeStoredAnswer,
+            let stored = facts.storedAnswer(for: plan, reads: waiter?.reads ?? true, at: reading.now)
+        {
+            return .takeStored(stored, by: waiter)
+        }
+        if waiter == nil { facts.backgroundRevalidationStarted() }
+        let fetch = start(
+            key: plan.key, request: plan.request, reason: plan.reason, isReload: plan.isReload,
+            requestTime: reading.date, settings: plan.settings, starter: waiter,
+            bypassesPreparation: facts.startsInsideRefresh)
+        return .launch([launchable(fetch, facts: facts)])
+    }
+
     /// Attaches `waiter` to the fetch in flight for `key` when `sharing` lets it share that one.
     /// A plan with no caller (a background revalidation) joins by the same rule, attaching nothing.
     /// - Returns: nil when it did not join; when it did, the tests watching ``coalescedJoins`` whose
     ///   number it reached, to resume once the lock is released (none while no test watches).
-    mutating func join(_ waiter: Waiter?, key: CacheKey, sharing: FetchPlan.Sharing) -> WatchedCount.Watchers? {
+    private mutating func join(_ waiter: Waiter?, key: CacheKey, sharing: FetchPlan.Sharing) -> WatchedCount.Watchers? {
         if sharing == .sentAfterCall { return waiter.flatMap { waitForNextRefresh($0, key: key) } }
         guard let fetchID = joinable[key], let fetch = fetches[fetchID], sharing == .any || fetch.isReload else {
             return nil
@@ -47,6 +79,97 @@ struct FetchStateMachine: Sendable {
         guard let waiter else { return [] }
         attach(waiter, to: fetch, id: fetchID)
         return joins.count()
+    }
+
+    /// The launch of `fetch`, about to be sent: conditional on the stored entry that
+    /// ``FetchFacts/entryToConfirm(for:)`` names, unless it may not ask about one (`mayConfirm`).
+    /// Each send is a stage of its own (``Fetch/stage``).
+    private mutating func launchable(_ fetch: Fetch, mayConfirm: Bool = true, facts: some FetchFacts) -> Launch {
+        let entry = mayConfirm ? facts.entryToConfirm(for: fetch) : nil
+        fetch.revalidating = entry
+        let stage = fetch.nextStage()
+        return Launch(
+            id: fetch.id,
+            request: entry.map { ConditionalRequest.revalidating(fetch.request, against: $0) } ?? fetch.request,
+            reason: fetch.reason, isConditional: entry != nil, key: fetch.key, prepares: !fetch.bypassesPreparation,
+            stage: stage, priority: fetch.priority)
+    }
+
+    /// Fetch `fetchID`'s attempt ended with `result`, which took `duration`; `refused` when the
+    /// app's authenticator judged it a refusal of the credential it carried. In this order:
+    /// - gone (every caller left): nothing;
+    /// - refused, and it may wait for a later credential (``maximumReauthentications``): it waits
+    ///   for its account's refresh, then is sent again;
+    /// - an answer the ``RetryPolicy`` tries again: it waits, then is sent again;
+    /// - a `304` confirming an entry that is gone while callers wait: sent again without
+    ///   conditions, so no caller ever gets the empty body of a `304`;
+    /// - otherwise it completes: the answer is stored and answers every caller it serves; callers
+    ///   its `Vary` does not serve get fetches of their own, and the refreshes that waited behind
+    ///   it are sent (conditional on what it stored).
+    mutating func attemptEnded(
+        _ fetchID: Int, with result: Result<(Data, URLResponse), any Error>, duration: Duration, refused: Bool,
+        at reading: ClockReading, facts: some FetchFacts
+    ) -> FetchAction {
+        guard let fetch = fetches[fetchID] else { return .none }
+        let url = fetch.request.url
+        // A refresh's own request, or one that carried the app's own credential, never waits.
+        if refused, !fetch.bypassesPreparation, let sent = fetch.sent, let stamp = sent.stamp,
+            fetch.reauthentications < Self.maximumReauthentications
+        {
+            fetch.reauthentications += 1
+            let wait = FetchWait.credential(
+                request: sent.request, stamp: stamp, again: fetch.reauthentications > 1, refusal: result)
+            return .wait(wait, fetchID: fetchID, stage: fetch.nextStage(), url: url)
+        }
+        if let delay = facts.retryDelay(of: fetch, after: result, at: reading.date) {
+            fetch.attempt += 1
+            return .wait(
+                .retry(attempt: fetch.attempt, delay: delay), fetchID: fetchID, stage: fetch.nextStage(), url: url)
+        }
+        let fetched: FetchedAnswer
+        switch result {
+        case .failure(let error):
+            fetched = .failed(error)
+        case .success(let (data, response)):
+            guard let entry = fetch.revalidating, let notModified = response as? HTTPURLResponse,
+                notModified.statusCode == 304
+            else {
+                fetched = .fetched(data, response)
+                break
+            }
+            fetch.revalidating = nil
+            if let confirmed = facts.commitNotModified(notModified, of: entry, for: fetch, at: reading, in: &self) {
+                fetched = .notModified(confirmed.data, confirmed.response, confirmed.storage)
+            } else if fetch.hasWaiters {
+                fetch.requestTime = reading.date
+                return .resend(launchable(fetch, mayConfirm: false, facts: facts))
+            } else {
+                // Without callers (a background revalidation of an entry dropped meanwhile) the
+                // 304 is taken as it is: not stored, and counted as a failed revalidation.
+                fetched = .fetched(data, response)
+            }
+        }
+        guard let completed = complete(fetchID, requestTime: reading.date) else { return .none }
+        var callers = CallerAnswers(completed.waiters, of: fetch, duration: duration)
+        var launches: [Launch] = []
+        for group in facts.commitAndAnswer(fetched, of: fetch, to: &callers, at: reading, in: &self) {
+            launches.append(launchable(restart(group, from: fetch, requestTime: reading.date), facts: facts))
+        }
+        // Made once the answer is stored: the refreshes' fetch is conditional on what it stored.
+        if let next = completed.next { launches.append(launchable(next, facts: facts)) }
+        return .answer(callers, then: launches)
+    }
+
+    /// Fetch `fetchID`'s wait before its next attempt ended (see ``FetchWait``): it is sent again
+    /// from `requestTime`, conditional on what is stored then, unless every caller left meanwhile.
+    /// - Parameter retrying: the wait was a retry's (counted in the statistics when it sends).
+    mutating func waitEnded(
+        _ fetchID: Int, at requestTime: Date, retrying: Bool, facts: some FetchFacts
+    ) -> FetchAction {
+        guard let fetch = fetches[fetchID] else { return .none }
+        fetch.requestTime = requestTime
+        if retrying { facts.retried() }
+        return .launch([launchable(fetch, facts: facts)])
     }
 
     /// The refreshes' rule: a refresh shares no fetch sent before it was made. While a refresh's
@@ -82,13 +205,13 @@ struct FetchStateMachine: Sendable {
     /// key still answers its callers but no longer stores its (older) answer.
     /// - Parameter isJoinable: false for a fetch of one representation among several (see
     ///   ``restart(_:from:requestTime:)``): it neither supersedes the key's fetch nor is joined.
-    /// - Returns: the fetch and its identifier; the caller starts its load (``loadStarted(_:for:stage:)``).
+    /// - Returns: the fetch, to launch.
     /// - Parameter bypassesPreparation: it is a credential refresh's own (``Fetch/bypassesPreparation``).
-    mutating func start(
+    private mutating func start(
         key: CacheKey, request: URLRequest, reason: Plan.FetchReason, isReload: Bool, requestTime: Date,
         settings: FreshnessPolicy.Settings, starter: Waiter?, isJoinable: Bool = true,
         bypassesPreparation: Bool = false
-    ) -> (id: Int, fetch: Fetch) {
+    ) -> Fetch {
         lastIdentifier += 1
         let fetchID = lastIdentifier
         let fetch = Fetch(
@@ -98,7 +221,7 @@ struct FetchStateMachine: Sendable {
         if let starter { attach(starter, to: fetch, id: fetchID) }
         fetches[fetchID] = fetch
         if isJoinable { makeJoinable(fetch) }
-        return (fetchID, fetch)
+        return fetch
     }
 
     /// Makes `fetch` the one later requests for its key join; the fetch they joined so far still
@@ -113,7 +236,7 @@ struct FetchStateMachine: Sendable {
     /// The refreshes waiting behind `fetch` (which has ended or been abandoned), if any: their
     /// fetch is sent now, from `requestTime`, and later requests for the key join it.
     /// - Returns: the fetch to launch.
-    private mutating func sendNext(after fetch: Fetch, requestTime: Date) -> (id: Int, fetch: Fetch)? {
+    private mutating func sendNext(after fetch: Fetch, requestTime: Date) -> Fetch? {
         guard let next = fetch.next, fetches[next.id] != nil else { return nil }
         fetch.next = nil
         next.queuedBehind = nil
@@ -123,7 +246,7 @@ struct FetchStateMachine: Sendable {
         lastIdentifier += 1
         next.order = lastIdentifier
         makeJoinable(next)
-        return (next.id, next)
+        return next
     }
 
     /// The keys of the fetches in flight. - Complexity: O(f) in the fetches in flight.
@@ -132,23 +255,17 @@ struct FetchStateMachine: Sendable {
     /// The ``Fetch/order`` of the newest fetch sent: fetches sent from now on have larger ones.
     var newestFetchOrder: Int { lastIdentifier }
 
-    enum LoadAction {
-        /// The load belongs to a fetch still waited for.
-        case keep
-        /// Every caller left before the load was recorded: cancel it.
-        case cancel
-    }
-
     /// The load of fetch `fetchID` for its stage `stage` (``Fetch/stage``: a network load, or a
     /// wait before the next one) has started; it was started after the lock was released. A load
     /// of a stage the fetch has left has ended already (its end moved the fetch on): it is not
     /// recorded over the current one.
     /// - Parameter priority: the fetch's priority when the load started: the load is told when
     ///   it moved since.
+    /// - Returns: ``FetchAction/cancel(_:)`` when every caller left before the load was recorded.
     mutating func loadStarted(
         _ load: any NetworkLoad, for fetchID: Int, stage: Int, at priority: FetchPriority? = nil
-    ) -> LoadAction {
-        guard let fetch = fetches[fetchID] else { return .cancel }
+    ) -> FetchAction {
+        guard let fetch = fetches[fetchID] else { return .cancel(load) }
         if fetch.stage == stage {
             fetch.load = load
             if let priority, fetch.priority != priority {
@@ -156,7 +273,7 @@ struct FetchStateMachine: Sendable {
                 if fetch.priority > priority { priorityRose = true }
             }
         }
-        return .keep
+        return .none
     }
 
     /// `waiter`'s caller now asks for `priority` (a ``Prefetch`` whose priority the app set): its
@@ -180,13 +297,6 @@ struct FetchStateMachine: Sendable {
 
     // MARK: - A fetch's attempts
 
-    /// `fetch` is about to be sent, conditional on `entry` (``Fetch/revalidating``) when given.
-    /// - Returns: the stage of the load that sends it.
-    mutating func sending(_ fetch: Fetch, revalidating entry: StoredResponse?) -> Int {
-        fetch.revalidating = entry
-        return fetch.nextStage()
-    }
-
     /// Fetch `fetchID`'s request went out as `outgoing` (``RequestPreparation/outgoing(_:keyedFor:)``).
     /// - Returns: false when the fetch is gone (every caller left): send nothing.
     mutating func sent(_ outgoing: Outgoing, for fetchID: Int) -> Bool {
@@ -195,48 +305,16 @@ struct FetchStateMachine: Sendable {
         return true
     }
 
-    /// `fetch`'s conditional request was answered `304`: it no longer asks about an entry.
-    mutating func notModifiedTaken(by fetch: Fetch) {
-        fetch.revalidating = nil
-    }
-
-    /// `fetch`'s attempt ended with an answer the ``RetryPolicy`` tries again: its next attempt
-    /// follows a wait, which becomes its load (``loadStarted(_:for:stage:)``).
-    /// - Returns: the number of the next attempt, and the stage of the wait.
-    mutating func attemptFailedToRetry(_ fetch: Fetch) -> (attempt: Int, stage: Int) {
-        fetch.attempt += 1
-        return (fetch.attempt, fetch.nextStage())
-    }
-
     /// How often a fetch waits for a later credential after a refusal: a resend refused again
     /// right after a refresh may start one more, within the refresh limit (an authorization
     /// server may have revoked what the first brought), before its callers get the refusal.
     static let maximumReauthentications = 2
 
-    /// `fetch`'s credential was refused: it waits for a later one (``Fetch/reauthentications``),
-    /// and that wait becomes its load (``loadStarted(_:for:stage:)``).
-    /// - Returns: the stage of the wait; nil when it has waited as often as it may: the refusal
-    ///   is its answer.
-    mutating func waitsForCredential(_ fetch: Fetch) -> Int? {
-        guard fetch.reauthentications < Self.maximumReauthentications else { return nil }
-        fetch.reauthentications += 1
-        return fetch.nextStage()
-    }
-
-    /// Fetch `fetchID` is sent again (after a wait, or without conditions after a `304` for an
-    /// entry gone), from `requestTime`.
-    /// - Returns: the fetch, or nil when it is gone (every caller left).
-    mutating func sendsAgain(_ fetchID: Int, requestTime: Date) -> (id: Int, fetch: Fetch)? {
-        guard let fetch = fetches[fetchID] else { return nil }
-        fetch.requestTime = requestTime
-        return (fetchID, fetch)
-    }
-
     /// Fetch `fetchID` has its answer: it is removed, with its waiters.
     /// - Returns: its waiters in the order they joined (with holes where one left), and the fetch
     ///   of the refreshes that waited behind it, now sent from `requestTime`; nil when every caller
     ///   had left and the answer is to be dropped.
-    mutating func complete(_ fetchID: Int, requestTime: Date) -> (waiters: [Waiter?], next: (id: Int, fetch: Fetch)?)? {
+    private mutating func complete(_ fetchID: Int, requestTime: Date) -> (waiters: [Waiter?], next: Fetch?)? {
         guard let fetch = fetches.removeValue(forKey: fetchID) else { return nil }
         if joinable[fetch.key] == fetchID { joinable[fetch.key] = nil }
         let waiters = fetch.takeWaiters()
@@ -251,39 +329,34 @@ struct FetchStateMachine: Sendable {
     /// match each other): they get a fetch of their own, started by the first of them, which
     /// stores its representation beside the others and is joined by no later request.
     /// - Returns: the fetch to launch.
-    mutating func restart(_ group: [Waiter], from fetch: Fetch, requestTime: Date) -> (id: Int, fetch: Fetch) {
+    private mutating func restart(_ group: [Waiter], from fetch: Fetch, requestTime: Date) -> Fetch {
         let started = start(
             key: fetch.key, request: group[0].request, reason: group[0].reason, isReload: fetch.isReload,
             requestTime: requestTime, settings: fetch.settings, starter: group[0], isJoinable: false)
-        for waiter in group.dropFirst() { attach(waiter, to: started.fetch, id: started.id) }
+        for waiter in group.dropFirst() { attach(waiter, to: started, id: started.id) }
         return started
     }
 
-    enum LeaveAction {
-        /// The waiter was not attached (already answered): nothing to do.
-        case none
-        /// Resume the waiter with `CancellationError`.
-        case resume
-        /// Resume the waiter, cancel the load it was the last caller of, and launch the fetch of
-        /// the refreshes that waited behind that one.
-        case resumeAndCancel((any NetworkLoad)?, next: (id: Int, fetch: Fetch)?)
-    }
-
-    /// `waiter`'s caller was cancelled; a fetch it leaves without callers is abandoned, and the
-    /// refreshes waiting behind it are sent from `requestTime`.
-    mutating func leave(_ waiter: Waiter, requestTime: Date) -> LeaveAction {
+    /// `waiter`'s caller was cancelled: it ends at once; a fetch it leaves without callers is
+    /// abandoned (its load cancelled), and the refreshes waiting behind it are sent from
+    /// `requestTime`. A waiter no longer attached (answered already) is left alone.
+    mutating func leave(_ waiter: Waiter, requestTime: Date, facts: some FetchFacts) -> FetchAction {
         guard let fetchID = waiter.fetchID, let fetch = fetches[fetchID], fetch.remove(waiter) else { return .none }
         waiter.fetchID = nil
         waiterCount -= 1
         // A background revalidation runs on without callers: it brings the entry up to date.
-        guard !fetch.hasWaiters, !fetch.isBackground else { return .resume }
+        guard !fetch.hasWaiters, !fetch.isBackground else {
+            return .end([waiter], because: .cancelled, cancelling: [], then: [])
+        }
         fetches[fetchID] = nil
         if joinable[fetch.key] == fetchID { joinable[fetch.key] = nil }
         if let behind = fetch.queuedBehind {
             fetches[behind]?.next = nil
             queuedRefreshes[fetch.key] = nil
         }
-        return .resumeAndCancel(fetch.load, next: sendNext(after: fetch, requestTime: requestTime))
+        let next = sendNext(after: fetch, requestTime: requestTime).map { launchable($0, facts: facts) }
+        return .end(
+            [waiter], because: .cancelled, cancelling: fetch.load.map { [$0] } ?? [], then: next.map { [$0] } ?? [])
     }
 
     /// Stops the fetches in flight for the matching keys from storing their answers and from
@@ -300,11 +373,12 @@ struct FetchStateMachine: Sendable {
         for key in joinable.keys where matches(key) { joinable[key] = nil }
     }
 
-    /// Takes out the fetches of the keys `matches` selects, those waiting to be sent included,
-    /// with their callers: none of them will store or answer.
-    /// - Returns: the callers, to fail, and the loads, to cancel, once the lock is released.
+    /// Takes out the fetches of the keys `matches` selects (a signed-out account's), those waiting
+    /// to be sent included, with their callers: none of them will store or answer.
+    /// - Returns: the callers, to fail as signed out, and the loads, to cancel, once the lock is
+    ///   released.
     /// - Complexity: O(f) in the fetches in flight.
-    mutating func abandon(where matches: (CacheKey) -> Bool) -> (waiters: [Waiter], loads: [any NetworkLoad]) {
+    mutating func abandon(where matches: (CacheKey) -> Bool) -> FetchAction {
         var waiters: [Waiter] = []
         var loads: [any NetworkLoad] = []
         for (fetchID, fetch) in fetches where matches(fetch.key) {
@@ -318,7 +392,8 @@ struct FetchStateMachine: Sendable {
             }
             if let load = fetch.load { loads.append(load) }
         }
-        return (waiters, loads)
+        return waiters.isEmpty && loads.isEmpty
+            ? .none : .end(waiters, because: .signedOut, cancelling: loads, then: [])
     }
 
     /// An optimistic update of `keys` began: the fetches of them in flight put their answers under

@@ -424,8 +424,9 @@ final class Committer: Sendable {
         var keys: [CacheKey] = []
         /// Their answers, to release.
         var released = Released()
-        /// The callers of a signed-out partition's fetches, to fail, and their loads, to cancel.
-        var abandoned: (waiters: [Waiter], loads: [any NetworkLoad]) = ([], [])
+        /// What abandoning a signed-out partition's fetches leaves to do: fail their callers and
+        /// cancel their loads (``FetchStateMachine/abandon(where:)``).
+        var abandoned = FetchAction.none
     }
 
     /// Removes what `removing` names, releases it after every lock, and publishes what it
