@@ -37,6 +37,15 @@ struct FetchStateMachine: Sendable {
     private var lastIdentifier = 0
     /// See ``takePriorityRise()``.
     private var priorityRose = false
+    /// The revalidations' permits (``Configuration/StayingCurrent/maximumConcurrentRevalidations``):
+    /// the fetch graph's, though a revalidation waits for one before it arrives.
+    var revalidationPermits: RevalidationPermits
+    /// The endpoints streams watch, polled by ``Poller``.
+    var polls = PolledEndpoints()
+
+    init(revalidations: Int) {
+        revalidationPermits = RevalidationPermits(revalidations)
+    }
 
     // MARK: - Decisions
 

@@ -26,29 +26,28 @@ final class TransportOverrideURLProtocol: CacheOverrideURLProtocol {
         let metrics: MetricsRelay
     }
 
-    private static let routes = Locked([Int: Route]())
-    private static let lastRouteID = Locked(0)
+    /// The transports' routes by the value their requests carry, and the last value given.
+    private static let routes = Locked((byID: [Int: Route](), lastID: 0))
     /// The loader's requests in flight, by their outer data task.
     fileprivate static let pendingAnswers = Locked([ObjectIdentifier: PendingAnswer]())
 
     /// Registers a transport's route. - Returns: the value its requests carry in ``routeHeader``.
     static func register(_ route: Route) -> Int {
-        let id = lastRouteID.withLock { id in
-            id += 1
-            return id
+        routes.withLock { routes in
+            routes.lastID += 1
+            routes.byID[routes.lastID] = route
+            return routes.lastID
         }
-        routes.withLock { $0[id] = route }
-        return id
     }
 
     static func unregister(_ id: Int) {
-        routes.withLock { $0[id] = nil }
+        routes.withLock { $0.byID[id] = nil }
     }
 
     override class func route(for request: URLRequest) -> (override: CacheOverride?, session: URLSession)? {
         guard let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https",
             let value = request.value(forHTTPHeaderField: routeHeader), let id = Int(value),
-            let route = routes.withLock({ $0[id] })
+            let route = routes.withLock({ $0.byID[id] })
         else { return nil }
         return (nil, route.session)
     }

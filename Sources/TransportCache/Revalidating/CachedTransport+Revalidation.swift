@@ -121,8 +121,8 @@ extension CachedTransport {
     /// Revalidates one held entry through the coalesced fetch path, once one of the transport's
     /// ``Configuration/StayingCurrent/maximumConcurrentRevalidations`` permits is free.
     private nonisolated func revalidate(_ entry: StoredResponse) async -> RevalidationSummary {
-        await revalidationPermits.acquire()
-        defer { revalidationPermits.release() }
+        await acquireRevalidationPermit()
+        defer { releaseRevalidationPermit() }
         store.record { $0.revalidations += 1 }
         var summary = RevalidationSummary()
         summary.revalidated = 1
@@ -142,44 +142,48 @@ extension CachedTransport {
 }
 
 /// The transport's revalidation permits: at most so many revalidations at once, across every call,
-/// trigger and poll; the others wait their turn in order.
-final class RevalidationPermits: Sendable {
-    private struct State {
-        var available: Int
-        var waiting: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private let state: Locked<State>
+/// trigger and poll; the others wait their turn in order. Part of the fetch graph
+/// (``FetchStateMachine/revalidationPermits``), behind the in-flight lock.
+struct RevalidationPermits {
+    private var available: Int
+    private var waiting: [CheckedContinuation<Void, Never>] = []
 
     init(_ count: Int) {
-        state = Locked(State(available: max(1, count)))
+        available = max(1, count)
     }
 
-    /// Takes a permit, waiting for one when none is free. A waiting caller is not interrupted by
-    /// cancellation: a permit frees up as soon as a revalidation answers.
-    func acquire() async {
+    /// Takes a permit when one is free. - Returns: false when none is: `continuation` waits its
+    /// turn, resumed by a later ``give()``.
+    mutating func take(orQueue continuation: CheckedContinuation<Void, Never>) -> Bool {
+        guard available > 0 else {
+            waiting.append(continuation)
+            return false
+        }
+        available -= 1
+        return true
+    }
+
+    /// Returns a permit. - Returns: the longest waiting caller, which it goes to, to resume.
+    mutating func give() -> CheckedContinuation<Void, Never>? {
+        guard !waiting.isEmpty else {
+            available += 1
+            return nil
+        }
+        return waiting.removeFirst()
+    }
+}
+
+extension CachedTransport {
+    /// Takes one of the revalidation permits, waiting for one when none is free. A waiting caller
+    /// is not interrupted by cancellation: a permit frees up as soon as a revalidation answers.
+    nonisolated func acquireRevalidationPermit() async {
         await withCheckedContinuation { continuation in
-            let granted = state.withLock { state -> Bool in
-                guard state.available > 0 else {
-                    state.waiting.append(continuation)
-                    return false
-                }
-                state.available -= 1
-                return true
-            }
-            if granted { continuation.resume() }
+            if inFlight.withLock({ $0.revalidationPermits.take(orQueue: continuation) }) { continuation.resume() }
         }
     }
 
-    /// Returns a permit, handing it to the longest waiting caller if any.
-    func release() {
-        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard !state.waiting.isEmpty else {
-                state.available += 1
-                return nil
-            }
-            return state.waiting.removeFirst()
-        }
-        next?.resume()
+    /// Returns a revalidation permit, handing it to the longest waiting caller if any.
+    nonisolated func releaseRevalidationPermit() {
+        inFlight.withLock { $0.revalidationPermits.give() }?.resume()
     }
 }

@@ -61,8 +61,9 @@ public actor CachedTransport {
     /// locks above it, never below; debug builds assert it, each lock carrying its ``LockRank``):
     /// 0. the one each invalidation holds throughout (``Committer/invalidate(_:endpoint:sparingPendingUpdates:)``),
     ///    so that they run one at a time; only invalidations wait for it;
-    /// 1. this one, the in-flight lock, which guards the fetch graph: what is in flight and the
-    ///    pending optimistic updates (``FetchStateMachine/optimistic``);
+    /// 1. this one, the in-flight lock, which guards the fetch graph: what is in flight, the
+    ///    pending optimistic updates (``FetchStateMachine/optimistic``), the revalidation permits
+    ///    and the polled endpoints;
     /// 2. a stream registry's (``StreamSubscribers``; its count change sets a flag in the store);
     /// 3. the store's entries (``ResponseStore/state``), its ``ResponseStore/index`` and its
     ///    ``ResponseStore/tags``, each taken alone, never one inside another.
@@ -86,8 +87,6 @@ public actor CachedTransport {
     nonisolated let preparation: RequestPreparation?
     /// Polls the endpoints streams watch (``Configuration/StayingCurrent/refreshIntervals``).
     nonisolated let poller: Poller
-    /// Bounds the revalidations under way (``Configuration/StayingCurrent/maximumConcurrentRevalidations``).
-    let revalidationPermits: RevalidationPermits
     #if canImport(Darwin)
     /// Trims the store on the system's memory pressure events, until the transport goes away.
     private let memoryPressureObserver: MemoryPressureObserver?
@@ -146,7 +145,9 @@ public actor CachedTransport {
             maximumVariants: configuration.storage.maximumVariants,
             prefetchShare: configuration.storage.prefetchShare
         )
-        let inFlight = Locked(FetchStateMachine(), rank: .inFlight)
+        let inFlight = Locked(
+            FetchStateMachine(revalidations: configuration.stayingCurrent.maximumConcurrentRevalidations),
+            rank: .inFlight)
         let reporter = TransportEvents(bufferLimit: configuration.stayingCurrent.changeBufferLimit, store: store)
         loader.reportMetrics { url, metrics in reporter.networkMetrics(url, metrics) }
         let committer = Committer(
@@ -165,8 +166,8 @@ public actor CachedTransport {
         preparation = RequestPreparation(configuration, keyHeaders: keyHeaders)
         retryPolicy = configuration.network.retryPolicy
         self.inFlight = inFlight
-        poller = Poller(intervals: configuration.stayingCurrent.refreshIntervals, clock: configuration.clock)
-        revalidationPermits = RevalidationPermits(configuration.stayingCurrent.maximumConcurrentRevalidations)
+        poller = Poller(
+            intervals: configuration.stayingCurrent.refreshIntervals, clock: configuration.clock, graph: inFlight)
         self.committer = committer
         usesConditionalRequests = configuration.freshness.usesConditionalRequests
         planner = RequestPlanner(
