@@ -20,7 +20,10 @@ extension CachedTransport {
             $0.loadStarted(prepared, for: launch.id, stage: launch.stage, at: launch.priority)
         }
         // Every caller left before the load was recorded: nothing is prepared or sent.
-        if case .cancel = action { return }
+        if case .cancel = action {
+            perform(action)
+            return
+        }
         Task {
             let outgoing: Outgoing
             do {
@@ -64,11 +67,11 @@ extension CachedTransport {
                 do {
                     guard try await stamp.recover(fromRefusalOf: request, clock: planner.policy.clock, again: again)
                     else {
-                        if let url = request.url { settle(fetchID, with: refusal, url: url) }
+                        settle(fetchID, with: refusal)
                         return
                     }
                 } catch {
-                    if !Task.isCancelled, let url = request.url { fail(fetchID, with: error, url: url) }
+                    if !Task.isCancelled { fail(fetchID, with: error) }
                     return
                 }
                 let now = planner.policy.clock.date

@@ -25,10 +25,10 @@ extension CachedTransport {
                 waiter.continuation = continuation
                 // Cancellation is checked under the lock that `cancelWaiter` takes: it either
                 // happened before (and is seen here) or finds the waiter registered.
-                let action = arriving { reading, machine in
-                    machine.arrive(plan, waiter: waiter, cancelled: Task.isCancelled, at: reading, facts: self)
-                }
-                perform(action, launchingOffCaller: callerHasActor)
+                perform(
+                    arriving { reading, machine in
+                        machine.arrive(plan, waiter: waiter, cancelled: Task.isCancelled, at: reading, facts: self)
+                    }, launchingOffCaller: callerHasActor)
             }
         } onCancel: {
             cancelWaiter(waiter)
@@ -71,9 +71,14 @@ extension CachedTransport {
         _ arrive: (ClockReading?, inout FetchStateMachine) -> FetchAction
     ) -> FetchAction {
         let arrival = changingFetches { arrive(nil, &$0) }
-        guard case .needsClock = arrival else { return arrival }
-        let reading = planner.policy.clock.reading
-        return changingFetches { arrive(reading, &$0) }
+        // Consumed, not matched in place: matching an action in place copies it.
+        switch consume arrival {
+        case .needsClock:
+            let reading = planner.policy.clock.reading
+            return changingFetches { arrive(reading, &$0) }
+        case let decided:
+            return decided
+        }
     }
 
     /// Sends a fetch's request and completes the fetch with the answer, on whatever thread the
@@ -118,7 +123,7 @@ extension CachedTransport {
     /// fetch every caller left before the task ran is not sent.
     nonisolated func launchOffCaller(_ launch: Launch) {
         Task.detached(priority: Task.currentPriority) {
-            guard self.inFlight.withLock({ $0.fetches[launch.id] != nil }) else { return }
+            guard self.inFlight.withLock({ $0.isWaitedFor(launch.id) }) else { return }
             self.launch(launch)
         }
     }

@@ -5,8 +5,10 @@ import FoundationNetworking
 
 /// What an event of the fetch graph leaves to do once the in-flight lock is released.
 ///
-/// The one type every decision of ``FetchStateMachine`` returns: a caller arriving, a load
-/// recorded, an attempt ending, a caller leaving, a sign-out abandoning its fetches, a wait ending.
+/// The one type every move of a fetch that ``FetchStateMachine`` decides returns: a caller
+/// arriving, a load recorded, an attempt ending, a wait ending, a caller leaving, a sign-out
+/// abandoning its fetches. (Events that leave nothing to do return nothing or whether they took:
+/// a request recorded as sent, a priority moved, fetches detached or put under an update.)
 /// ``CachedTransport/perform(_:launchingOffCaller:)`` carries it out, with no lock held: it
 /// resumes every caller, starts and cancels every load and task, and calls the app's code. A new
 /// way for a fetch to move on is one more case here, decided in the machine.
@@ -23,11 +25,12 @@ enum FetchAction {
     /// caller resumes with it, a prefetch ends as stored already, a background revalidation
     /// (no waiter) ends.
     case takeStored(MemoryAnswer, by: Waiter?)
-    /// `waiters`, detached, fail for `reason`; `loads` (of fetches they were the last callers of)
-    /// are cancelled; then `launches` go (the refreshes that waited behind an abandoned fetch).
+    /// `waiters`, detached, fail `because` of how they ended; `loads` (of fetches they were the
+    /// last callers of) are cancelled; then `launches` go (the refreshes that waited behind a
+    /// fetch its last caller left).
     case end(_ waiters: [Waiter], because: Ending, cancelling: [any NetworkLoad], then: [Launch])
-    /// Send these fetches: started, restarted, or sent again after a wait.
-    case launch([Launch])
+    /// Send this fetch: started, or sent again after a wait.
+    case launch(Launch)
     /// A load recorded for a fetch every caller has left: cancel it.
     case cancel(any NetworkLoad)
     /// Fetch `fetchID` (of `url`) waits before its next attempt; the wait becomes the load of its
@@ -136,12 +139,25 @@ extension CachedTransport {
     /// one this answer made.
     /// - Parameter launchingOffCaller: the event is a caller's arrival on an actor: a fetch it
     ///   started is sent from a task of its own (see ``fetch(_:)``).
-    nonisolated func perform(_ action: FetchAction, launchingOffCaller: Bool = false) {
-        switch action {
-        case .none, .needsClock:
+    @inline(__always)
+    nonisolated func perform(_ action: consuming FetchAction, launchingOffCaller: Bool = false) {
+        switch consume action {
+        case .none:
             break
         case .joined(let watchers):
+            // Each of ten thousand coalesced callers ends here: inlined into its arrival.
             for watcher in watchers { watcher.resume() }
+        case let action:
+            performOutOfLine(action, launchingOffCaller: launchingOffCaller)
+        }
+    }
+
+    private nonisolated func performOutOfLine(_ action: consuming FetchAction, launchingOffCaller: Bool) {
+        switch consume action {
+        case .none, .joined:
+            preconditionFailure("carried out inline")
+        case .needsClock:
+            preconditionFailure("an arrival is carried out once the time is read")
         case .takeStored(let stored, let waiter):
             if let prefetch = waiter?.prefetch {
                 prefetch.end(.alreadyStored)
@@ -152,10 +168,8 @@ extension CachedTransport {
             for waiter in waiters { waiter.resume(with: .failure(ending.error(for: waiter))) }
             for load in loads { load.cancel() }
             for launch in launches { self.launch(launch) }
-        case .launch(let launches):
-            for launch in launches {
-                if launchingOffCaller { launchOffCaller(launch) } else { self.launch(launch) }
-            }
+        case .launch(let launch):
+            if launchingOffCaller { launchOffCaller(launch) } else { self.launch(launch) }
         case .cancel(let load):
             load.cancel()
         case .wait(let wait, let fetchID, let stage, let url):

@@ -24,13 +24,13 @@ extension CachedTransport {
     }
 
     /// Completes fetch `fetchID` with `error`, which arose before its request was sent.
-    nonisolated func fail(_ fetchID: Int, with error: any Error, url: URL) {
-        settle(fetchID, with: .failure(error), url: url)
+    nonisolated func fail(_ fetchID: Int, with error: any Error) {
+        settle(fetchID, with: .failure(error))
     }
 
     /// Completes fetch `fetchID` with `result`, reported and read already: an error that arose
     /// before its request was sent, or a refusal that stays its answer.
-    nonisolated func settle(_ fetchID: Int, with result: Result<(Data, URLResponse), any Error>, url: URL) {
+    nonisolated func settle(_ fetchID: Int, with result: Result<(Data, URLResponse), any Error>) {
         let reading = planner.policy.clock.reading
         perform(
             inFlight.withLock { machine in
@@ -183,7 +183,8 @@ extension CachedTransport: FetchFacts {
 
     /// The wait before fetch `fetchID`'s next attempt: it then sends the fetch's request again
     /// (conditional on what is stored then), unless every caller left meanwhile, which cancels
-    /// the wait (see ``install(_:for:stage:)``). Call with no lock held.
+    /// the wait (the wait is the fetch's load: ``FetchAction/wait(_:fetchID:stage:url:)``). Call
+    /// with no lock held.
     nonisolated func waitThenRetry(_ fetchID: Int, after delay: Duration) -> any NetworkLoad {
         let clock = planner.policy.clock
         return TaskLoad(

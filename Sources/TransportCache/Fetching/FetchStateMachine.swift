@@ -73,7 +73,7 @@ struct FetchStateMachine: Sendable {
             key: plan.key, request: plan.request, reason: plan.reason, isReload: plan.isReload,
             requestTime: reading.date, settings: plan.settings, starter: waiter,
             bypassesPreparation: facts.startsInsideRefresh)
-        return .launch([launchable(fetch, facts: facts)])
+        return .launch(launchable(fetch, facts: facts))
     }
 
     /// Attaches `waiter` to the fetch in flight for `key` when `sharing` lets it share that one.
@@ -178,7 +178,7 @@ struct FetchStateMachine: Sendable {
         guard let fetch = fetches[fetchID] else { return .none }
         fetch.requestTime = requestTime
         if retrying { facts.retried() }
-        return .launch([launchable(fetch, facts: facts)])
+        return .launch(launchable(fetch, facts: facts))
     }
 
     /// The refreshes' rule: a refresh shares no fetch sent before it was made. While a refresh's
@@ -257,6 +257,10 @@ struct FetchStateMachine: Sendable {
         makeJoinable(next)
         return next
     }
+
+    /// Whether fetch `fetchID` is still in flight: some caller waits for it, or it runs in the
+    /// background. A launch of one that is not sends nothing.
+    func isWaitedFor(_ fetchID: Int) -> Bool { fetches[fetchID] != nil }
 
     /// The keys of the fetches in flight. - Complexity: O(f) in the fetches in flight.
     var keysInFlight: Set<CacheKey> { Set(fetches.values.map(\.key)) }
