@@ -64,18 +64,18 @@ extension CachedTransport {
     ) -> any NetworkLoad {
         TaskLoad(
             task: Task {
+                let end: CredentialWaitEnd
                 do {
-                    guard try await stamp.recover(fromRefusalOf: request, clock: planner.policy.clock, again: again)
-                    else {
-                        settle(fetchID, with: refusal)
-                        return
-                    }
+                    let renewed = try await stamp.recover(
+                        fromRefusalOf: request, clock: planner.policy.clock, again: again)
+                    end = renewed ? .renewed : .unchanged(refusal)
                 } catch {
-                    if !Task.isCancelled { fail(fetchID, with: error) }
-                    return
+                    // Every caller left: the wait was cancelled, and the fetch is gone.
+                    if Task.isCancelled { return }
+                    end = .failed(error)
                 }
-                let now = planner.policy.clock.date
-                perform(inFlight.withLock { $0.waitEnded(fetchID, at: now, retrying: false, facts: self) })
+                let reading = planner.policy.clock.reading
+                perform(inFlight.withLock { $0.credentialWaitEnded(fetchID, end, at: reading, facts: self) })
             })
     }
 

@@ -71,6 +71,17 @@ enum FetchWait {
         request: URLRequest, stamp: CredentialStamp, again: Bool, refusal: Result<(Data, URLResponse), any Error>)
 }
 
+/// What a fetch's wait for a later credential (``FetchWait/credential(request:stamp:again:refusal:)``)
+/// came to, as its account's credential says (``CredentialStamp``).
+enum CredentialWaitEnd {
+    /// A later credential is in: the fetch is sent again with it.
+    case renewed
+    /// No later credential may come (refused again, past the limit): the refusal is the answer.
+    case unchanged(Result<(Data, URLResponse), any Error>)
+    /// The refresh failed (or the account was signed out): its error is the answer.
+    case failed(any Error)
+}
+
 /// A fetch to send, once the in-flight lock is released.
 struct Launch {
     let id: Int

@@ -22,21 +22,6 @@ extension CachedTransport {
                     fetchID, with: result, duration: duration, refused: refused, at: reading, facts: self)
             })
     }
-
-    /// Completes fetch `fetchID` with `error`, which arose before its request was sent.
-    nonisolated func fail(_ fetchID: Int, with error: any Error) {
-        settle(fetchID, with: .failure(error))
-    }
-
-    /// Completes fetch `fetchID` with `result`, reported and read already: an error that arose
-    /// before its request was sent, or a refusal that stays its answer.
-    nonisolated func settle(_ fetchID: Int, with result: Result<(Data, URLResponse), any Error>) {
-        let reading = planner.policy.clock.reading
-        perform(
-            inFlight.withLock { machine in
-                machine.attemptEnded(fetchID, with: result, duration: .zero, refused: false, at: reading, facts: self)
-            })
-    }
 }
 
 extension CachedTransport: FetchFacts {

@@ -169,6 +169,23 @@ struct FetchStateMachine: Sendable {
         return .answer(callers, then: launches)
     }
 
+    /// Fetch `fetchID`'s wait for a later credential ended with `end`: renewed, it is sent again
+    /// (``waitEnded(_:at:retrying:facts:)``); otherwise its attempt ends with the refusal, or with
+    /// the refresh's error, and no further wait (``attemptEnded(_:with:duration:refused:at:facts:)``).
+    mutating func credentialWaitEnded(
+        _ fetchID: Int, _ end: CredentialWaitEnd, at reading: ClockReading, facts: some FetchFacts
+    ) -> FetchAction {
+        switch end {
+        case .renewed:
+            return waitEnded(fetchID, at: reading.date, retrying: false, facts: facts)
+        case .unchanged(let refusal):
+            return attemptEnded(fetchID, with: refusal, duration: .zero, refused: false, at: reading, facts: facts)
+        case .failed(let error):
+            return attemptEnded(
+                fetchID, with: .failure(error), duration: .zero, refused: false, at: reading, facts: facts)
+        }
+    }
+
     /// Fetch `fetchID`'s wait before its next attempt ended (see ``FetchWait``): it is sent again
     /// from `requestTime`, conditional on what is stored then, unless every caller left meanwhile.
     /// - Parameter retrying: the wait was a retry's (counted in the statistics when it sends).
