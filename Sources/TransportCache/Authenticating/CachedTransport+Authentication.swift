@@ -155,7 +155,7 @@ final class PreparedLoad: NetworkLoad {
         var priority: FetchPriority?
     }
 
-    private let state = Locked(State())
+    private let state = Locked(State(), rank: .preparedLoad)
 
     /// Whether every caller left: the prepared request is not sent.
     var isCancelled: Bool { state.withLock { $0.isCancelled } }
