@@ -26,28 +26,33 @@ final class TransportOverrideURLProtocol: CacheOverrideURLProtocol {
         let metrics: MetricsRelay
     }
 
-    /// The transports' routes by the value their requests carry, and the last value given.
-    private static let routes = Locked((byID: [Int: Route](), lastID: 0))
-    /// The loader's requests in flight, by their outer data task.
-    fileprivate static let pendingAnswers = Locked([ObjectIdentifier: PendingAnswer]())
+    /// What the protocol looks up: the transports' routes, by the value their requests carry
+    /// (with the last value given), and the loader's requests in flight, by their outer data task.
+    fileprivate struct Registry {
+        var routes: [Int: Route] = [:]
+        var lastRouteID = 0
+        var pendingAnswers: [ObjectIdentifier: PendingAnswer] = [:]
+    }
+
+    fileprivate static let registry = Locked(Registry())
 
     /// Registers a transport's route. - Returns: the value its requests carry in ``routeHeader``.
     static func register(_ route: Route) -> Int {
-        routes.withLock { routes in
-            routes.lastID += 1
-            routes.byID[routes.lastID] = route
-            return routes.lastID
+        registry.withLock { registry in
+            registry.lastRouteID += 1
+            registry.routes[registry.lastRouteID] = route
+            return registry.lastRouteID
         }
     }
 
     static func unregister(_ id: Int) {
-        routes.withLock { $0.byID[id] = nil }
+        registry.withLock { $0.routes[id] = nil }
     }
 
     override class func route(for request: URLRequest) -> (override: CacheOverride?, session: URLSession)? {
         guard let scheme = request.url?.scheme?.lowercased(), scheme == "http" || scheme == "https",
             let value = request.value(forHTTPHeaderField: routeHeader), let id = Int(value),
-            let route = routes.withLock({ $0.byID[id] })
+            let route = registry.withLock({ $0.routes[id] })
         else { return nil }
         return (nil, route.session)
     }
@@ -61,7 +66,7 @@ final class TransportOverrideURLProtocol: CacheOverrideURLProtocol {
     /// The loader's request this loading carries, if it is one.
     private var pendingAnswer: PendingAnswer? {
         guard let task else { return nil }
-        return Self.pendingAnswers.withLock { $0[ObjectIdentifier(task)] }
+        return Self.registry.withLock { $0.pendingAnswers[ObjectIdentifier(task)] }
     }
 
     override func innerRoute() -> (override: CacheOverride?, session: URLSession)? {
@@ -113,7 +118,7 @@ final class PendingAnswer: Sendable {
     func await(_ task: URLSessionTask) {
         let id = ObjectIdentifier(task)
         state.withLock { $0.task = id }
-        TransportOverrideURLProtocol.pendingAnswers.withLock { $0[id] = self }
+        TransportOverrideURLProtocol.registry.withLock { $0.pendingAnswers[id] = self }
     }
 
     /// Answers with `result` unless already answered, and forgets the task.
@@ -123,8 +128,8 @@ final class PendingAnswer: Sendable {
             return (state.completion, state.task)
         }
         if let task {
-            TransportOverrideURLProtocol.pendingAnswers.withLock { answers in
-                if answers[task] === self { answers[task] = nil }
+            TransportOverrideURLProtocol.registry.withLock { registry in
+                if registry.pendingAnswers[task] === self { registry.pendingAnswers[task] = nil }
             }
         }
         completion?(result)
