@@ -189,6 +189,11 @@ final class FetchStateMachineTests {
             return
         }
         #expect(launches.isEmpty && facts.committed.count == 1)
+        guard case .fetched(_, let response) = facts.committed.last else {
+            Issue.record("the final answer is committed as fetched")
+            return
+        }
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
         #expect(machine.fetches.isEmpty && machine.waiterCount == 0)
     }
 
@@ -233,7 +238,10 @@ final class FetchStateMachineTests {
         let starter = Self.waiter()
         let other = Self.waiter()
         let launch = start(starter)
-        _ = machine.arrive(Self.plan(), waiter: other, at: nil, facts: facts)
+        guard case .joined = machine.arrive(Self.plan(), waiter: other, at: nil, facts: facts) else {
+            Issue.record("the second caller joins the fetch in flight")
+            return
+        }
         facts.unmatched = [[other]]
         guard
             case .answer(_, let launches) = machine.attemptEnded(
@@ -245,6 +253,73 @@ final class FetchStateMachineTests {
         #expect(launches.count == 1 && launches.first?.id != launch.id)
         #expect(machine.fetches.count == 1 && machine.waiterCount == 1 && machine.joinable.isEmpty)
         #expect(other.fetchID == launches.first?.id)
+        // A caller arriving now joins none: the restarted fetch serves one representation only.
+        guard case .needsClock = machine.arrive(Self.plan(), waiter: Self.waiter(), at: nil, facts: facts) else {
+            Issue.record("a fetch of one representation among several is joined by no later request")
+            return
+        }
+    }
+
+    @Test("a credential wait's end: renewed, the fetch is sent again; otherwise the refusal or the error ends it")
+    func credentialWaitEnds() {
+        let renewed = start(Self.waiter())
+        guard case .launch(let again) = machine.credentialWaitEnded(renewed.id, .renewed, at: reading, facts: facts)
+        else {
+            Issue.record("a later credential sends the fetch again")
+            return
+        }
+        #expect(again.id == renewed.id && again.stage == renewed.stage + 1 && facts.retries == 0)
+        _ = machine.attemptEnded(
+            renewed.id, with: Self.answer(status: 200), duration: .zero, refused: false, at: reading, facts: facts)
+
+        let unchanged = start(Self.waiter())
+        guard
+            case .answer = machine.credentialWaitEnded(
+                unchanged.id, .unchanged(Self.answer(status: 401)), at: reading, facts: facts)
+        else {
+            Issue.record("no later credential: the refusal ends the attempt")
+            return
+        }
+        guard case .fetched(_, let refusal) = facts.committed.last else {
+            Issue.record("the refusal is committed as fetched")
+            return
+        }
+        #expect((refusal as? HTTPURLResponse)?.statusCode == 401)
+
+        let failed = start(Self.waiter())
+        guard
+            case .answer = machine.credentialWaitEnded(
+                failed.id, .failed(URLError(.userAuthenticationRequired)), at: reading, facts: facts)
+        else {
+            Issue.record("a failed refresh ends the attempt with its error")
+            return
+        }
+        guard case .failed(let error as URLError) = facts.committed.last else {
+            Issue.record("the refresh's error is committed as the failure")
+            return
+        }
+        #expect(error.code == .userAuthenticationRequired)
+        #expect(machine.fetches.isEmpty && machine.waiterCount == 0)
+    }
+
+    @Test("a sign-out abandons its fetches: every caller fails signed out and every load is cancelled")
+    func abandonment() {
+        let first = Self.waiter()
+        let launch = start(first)
+        let second = Self.waiter()
+        _ = machine.arrive(Self.plan(), waiter: second, at: nil, facts: facts)
+        _ = machine.loadStarted(InertLoad(), for: launch.id, stage: launch.stage)
+        guard case .end(let ended, .signedOut, let loads, let launches) = machine.abandon(where: { _ in true }) else {
+            Issue.record("abandoned callers end signed out")
+            return
+        }
+        #expect(Set(ended.map(ObjectIdentifier.init)) == [ObjectIdentifier(first), ObjectIdentifier(second)])
+        #expect(loads.count == 1 && launches.isEmpty)
+        #expect(machine.fetches.isEmpty && machine.joinable.isEmpty && machine.waiterCount == 0)
+        guard case .none = machine.abandon(where: { _ in true }) else {
+            Issue.record("nothing left to abandon")
+            return
+        }
     }
 }
 

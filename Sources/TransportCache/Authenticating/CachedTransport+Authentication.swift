@@ -70,7 +70,8 @@ extension CachedTransport {
                         fromRefusalOf: request, clock: planner.policy.clock, again: again)
                     end = renewed ? .renewed : .unchanged(refusal)
                 } catch {
-                    // Every caller left: the wait was cancelled, and the fetch is gone.
+                    // Every caller left, or the account was signed out: the wait was cancelled,
+                    // and the fetch is gone.
                     if Task.isCancelled { return }
                     end = .failed(error)
                 }

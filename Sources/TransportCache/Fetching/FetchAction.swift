@@ -76,9 +76,9 @@ enum FetchWait {
 enum CredentialWaitEnd {
     /// A later credential is in: the fetch is sent again with it.
     case renewed
-    /// No later credential may come (refused again, past the limit): the refusal is the answer.
+    /// No later credential may come (refused again, past the limit): the refusal ends the attempt.
     case unchanged(Result<(Data, URLResponse), any Error>)
-    /// The refresh failed (or the account was signed out): its error is the answer.
+    /// The refresh failed (or the account was signed out): its error ends the attempt.
     case failed(any Error)
 }
 

@@ -171,7 +171,9 @@ struct FetchStateMachine: Sendable {
 
     /// Fetch `fetchID`'s wait for a later credential ended with `end`: renewed, it is sent again
     /// (``waitEnded(_:at:retrying:facts:)``); otherwise its attempt ends with the refusal, or with
-    /// the refresh's error, and no further wait (``attemptEnded(_:with:duration:refused:at:facts:)``).
+    /// the refresh's error, as any attempt ends but for waiting for a credential again
+    /// (``attemptEnded(_:with:duration:refused:at:facts:)``: the retry policy and a stale answer
+    /// after an error apply).
     mutating func credentialWaitEnded(
         _ fetchID: Int, _ end: CredentialWaitEnd, at reading: ClockReading, facts: some FetchFacts
     ) -> FetchAction {

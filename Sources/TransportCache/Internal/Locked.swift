@@ -163,8 +163,8 @@ package enum LockRank: Int, Sendable {
     case streamRegistry
     /// The store's entries, its index and its tags, each taken alone.
     case store
-    /// A prepared load's own (``PreparedLoad``): under it, a priority is passed on to its queued
-    /// load, whose queue's lock is a leaf.
+    /// A prepared load's own (``PreparedLoad``): when it records its queued load, a priority the
+    /// fetch moved to meanwhile is passed on under it, which takes the queue's lock, a leaf.
     case preparedLoad
     /// The queues' and a load's own: nothing is taken while one is held.
     case leaf

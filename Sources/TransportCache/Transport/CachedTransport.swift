@@ -67,8 +67,10 @@ public actor CachedTransport {
     /// 2. a stream registry's (``StreamSubscribers``; its count change sets a flag in the store);
     /// 3. the store's entries (``ResponseStore/state``), its ``ResponseStore/index`` and its
     ///    ``ResponseStore/tags``, each taken alone, never one inside another;
-    /// 4. a prepared load's own (``PreparedLoad``), taken when its fetch's priority moves, under
-    ///    which the priority is passed on to its queued load (the queue's lock, a leaf).
+    /// 4. a prepared load's own (``PreparedLoad``), taken under the in-flight lock when its
+    ///    fetch's priority moves (and released before it passes the priority on); when it records
+    ///    its queued load, a priority moved meanwhile is passed on under it (the queue's lock, a
+    ///    leaf).
     ///
     /// The queues' locks (``DeliveryQueue``, ``SubscriberCount``, ``ReleaseQueue``, a
     /// ``ManualCacheClock``'s) are leaves: nothing is taken while one is held. So are the
