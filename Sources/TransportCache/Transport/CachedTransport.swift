@@ -81,9 +81,10 @@ public actor CachedTransport {
     /// Apple platforms only, where its setter does not wait. ``Credentials``
     /// keep theirs (its state, then its ``KeyAccount``), never taken while one of the transport's
     /// is held. Under none of them is a task started, a continuation resumed, an event or change
-    /// yielded, or the app's code called, but for two documented exceptions that must be quick
-    /// and never call the transport: a ``CacheClock``'s readings and an ``Endpoint/matching(_:)``
-    /// predicate. Each step returns what to do, and its caller does it once the lock is released.
+    /// yielded, or the app's code called: a ``CacheClock`` is read, and an
+    /// ``Endpoint/matching(_:)`` predicate asked, before a lock is taken, and what they say is
+    /// passed in. Each step returns what to do (for the fetch graph, one ``FetchAction``), and its
+    /// caller does it once the lock is released.
     let inFlight: Locked<FetchStateMachine>
     /// The one boundary every request crosses (``Configuration/Identity/requestAdapters``,
     /// ``Configuration/Identity/authenticate(with:)``): keyed by every call, decorated when it goes out;
