@@ -121,13 +121,14 @@ public final class Prefetch: Sendable {
     }
 
     func end(_ outcome: Outcome) {
-        let watchers = state.withLock { state -> [CheckedContinuation<Outcome, Never>] in
-            guard state.outcome == nil else { return [] }
+        // The waiter and the transport are let go of once the lock is released: the transport's
+        // last reference may be this one, and its end takes the in-flight lock.
+        let (watchers, _, _) = state.withLock {
+            state -> ([CheckedContinuation<Outcome, Never>], Waiter?, CachedTransport?) in
+            guard state.outcome == nil else { return ([], nil, nil) }
             state.outcome = outcome
-            state.waiter = nil
-            state.transport = nil
-            defer { state.watchers = [] }
-            return state.watchers
+            defer { (state.watchers, state.waiter, state.transport) = ([], nil, nil) }
+            return (state.watchers, state.waiter, state.transport)
         }
         for watcher in watchers { watcher.resume(returning: outcome) }
     }
