@@ -65,4 +65,80 @@ struct CacheKeyTests {
         #expect(one == other)
         #expect(one != key("https://example.com/me", ["Cookie": "a=1"]))
     }
+
+    /// The rules of a normal URL, byte by byte, as plainly as they can be written: what the
+    /// transport's one scan (eight bytes at a time where it can) must agree with.
+    static func isNormalByTheRules(_ string: String) -> Bool {
+        let bytes = Array(string.utf8)
+        let schemeBytes = Set("abcdefghijklmnopqrstuvwxyz0123456789+-.".utf8)
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0,
+            bytes[..<colon].allSatisfy(schemeBytes.contains), colon + 3 <= bytes.count,
+            bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/")
+        else { return false }
+        let scheme = String(decoding: bytes[..<colon], as: UTF8.self)
+        var index = colon + 3
+        var portStart: Int?
+        while index < bytes.count, !"/?#".utf8.contains(bytes[index]) {
+            switch bytes[index] {
+            case UInt8(ascii: ":"): portStart = index + 1
+            case UInt8(ascii: "]"): portStart = nil
+            case UInt8(ascii: "@"), UInt8(ascii: "A")...UInt8(ascii: "Z"): return false
+            default: break
+            }
+            index += 1
+        }
+        guard index > colon + 3 else { return false }
+        if let portStart {
+            let port = String(decoding: bytes[portStart..<index], as: UTF8.self)
+            if port.isEmpty || (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+                return false
+            }
+        }
+        return !bytes[index...].contains(UInt8(ascii: "#"))
+    }
+
+    @Test("a URL's normal form is judged, and its key digested, in one scan that agrees with the rules")
+    func oneScanAgreesWithTheRules() {
+        var random = SeededGenerator(seed: 49)
+        let prefixes = ["http://", "https://", "HTTP://", "ftp://", "https:/", "h", "", "http://user@"]
+        // Long runs of plain bytes, so that whole words are skipped, among every byte that
+        // needs a look: capitals, "@", ":", "]", "[", "#", "/", "?", "%", and bytes above 127.
+        let pieces = [
+            "a", "example", "0123456789", ".", "-", "Q", "@", ":", "]", "[", "#", "/", "?", "%", "é", ":80",
+            ":443", ":8080", "abcdefghijklmnop",
+        ]
+        var checked = 0
+        for _ in 0..<20_000 {
+            var string = prefixes.randomElement(using: &random)!
+            for _ in 0..<Int.random(in: 0...8, using: &random) { string += pieces.randomElement(using: &random)! }
+            #expect(URLNormalization.isNormalized(string) == Self.isNormalByTheRules(string), "\(string)")
+            guard let url = URL(string: string), let key = key(string) else { continue }
+            // The key made from the URL in one scan equals, and hashes as, the key made from its
+            // normal form digested apart.
+            let apart = CacheKey(method: "GET", url: key.url, identity: [])
+            #expect(key == apart && key.hashValue == apart.hashValue, "\(url)")
+            // A normal URL (as Foundation spells it) is its own key.
+            if Self.isNormalByTheRules(url.absoluteString) { #expect(key.url == url.absoluteString) }
+            checked += 1
+        }
+        #expect(checked > 1_000)
+    }
+
+    @Test("a digest finds a byte among any number of bytes, at any place")
+    func digestFindsAByte() {
+        var random = SeededGenerator(seed: 7)
+        for _ in 0..<5_000 {
+            let count = Int.random(in: 0...40, using: &random)
+            let bytes = (0..<count).map { _ in
+                [0x23, 0x22, 0x24, 0x00, 0xA3, 0x61].randomElement(using: &random)! as UInt8
+            }
+            var digest = KeyDigest()
+            let found = bytes.withUnsafeBytes { digest.add($0, finding: 0x23) }
+            #expect(found == bytes.contains(0x23), "\(bytes)")
+            // What is looked for changes nothing of the digest.
+            var plain = KeyDigest()
+            _ = bytes.withUnsafeBytes { plain.add($0, finding: 0x61) }
+            #expect(plain.value == digest.value)
+        }
+    }
 }

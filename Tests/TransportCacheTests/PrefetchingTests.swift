@@ -686,7 +686,9 @@ struct LeastRecentlyUsedProbationTests {
         lru.setValue(3, forKey: "probation-old", cost: 1, onProbation: true)
         lru.setValue(4, forKey: "probation-new", cost: 1, onProbation: true)
         #expect(lru.probationCost == 2)
-        #expect(lru.value(forKey: "probation-new", where: { _ in true }) == 4)
+        let found = lru.find("probation-new")
+        #expect(found?.value == 4)
+        if let found { lru.markUsed(at: found.position) }
         #expect(!lru.isOnProbation("probation-new"))
         #expect(lru.probationCost == 1)
         let evicted = lru.setValue(5, forKey: "used-newest", cost: 2).evicted.map(\.key)

@@ -167,11 +167,14 @@ final class RequestPlanner: Sendable {
     ) -> Plan {
         var missReason = Plan.FetchReason.noEntry
         var isObserved = false
-        if let answer = memoryAnswer(
+        // Switched on rather than bound with `if let`, which copied the answer (two retains and
+        // two releases a hit).
+        switch memoryAnswer(
             key: key, fields: fields, acceptance: acceptance, at: policy.lookupTime, isPlanning: !prefetching,
             touches: !prefetching, missReason: &missReason, isObserved: &isObserved)
         {
-            return .memory(answer)
+        case .some(let answer): return .memory(answer)
+        case .none: break
         }
         if cachePolicy == .returnCacheDataDontLoad { return .unavailable }
         if case .httpRules(let cacheControl) = acceptance, cacheControl?.onlyIfCached == true {
@@ -371,7 +374,7 @@ final class RequestPlanner: Sendable {
         isObserved: inout Bool
     ) -> MemoryAnswer? {
         let found = store.lookup(key, selectedBy: fields, isObserved: &isObserved, touches: touches) {
-            found, statistics -> (reason: Plan.MemoryReason, response: URLResponse)? in
+            found, statistics, isObserved -> MemoryAnswer? in
             if isPlanning { statistics.requests += 1 }
             let entry: StoredResponse
             switch found {
@@ -396,20 +399,25 @@ final class RequestPlanner: Sendable {
                 missReason = .expired
                 return nil
             }
-            guard touches else { return (reason, entry.response) }
+            guard touches else {
+                return MemoryAnswer(entry: entry, response: entry.response, reason: reason, isObserved: isObserved)
+            }
             statistics.memoryHits += 1
             entry.hits += 1
-            return (reason, response(for: reason, from: entry, statistics: &statistics))
+            return MemoryAnswer(
+                entry: entry, response: response(for: reason, from: entry, statistics: &statistics), reason: reason,
+                isObserved: isObserved)
         }
-        guard let (entry, verdict) = found else { return nil }
-        var answered = verdict.response
-        if let age = policy.age(of: entry, at: time) {
-            // RFC 9111 section 5.1: an answer from a cache says how old it is.
-            answered = HTTPResponseBuilder.response(
-                answered, setting: "Age", to: String(max(0, age.components.seconds)),
-                outcome: CacheOutcome(source: .memory(verdict.reason)))
+        guard let age = found.flatMap({ policy.age(of: $0.entry, at: time) }) else { return found }
+        // RFC 9111 section 5.1: an answer from a cache says how old it is.
+        return found.map { answer in
+            MemoryAnswer(
+                entry: answer.entry,
+                response: HTTPResponseBuilder.response(
+                    answer.response, setting: "Age", to: String(max(0, age.components.seconds)),
+                    outcome: CacheOutcome(source: .memory(answer.reason))),
+                reason: answer.reason, isObserved: answer.isObserved)
         }
-        return MemoryAnswer(entry: entry, response: answered, reason: verdict.reason, isObserved: isObserved)
     }
 
     /// The response a memory answer for `reason` hands over: the entry's own, or its copy marked

@@ -29,13 +29,21 @@ struct CacheKey: Hashable, Sendable {
     /// A key whose identity was digested before: the identity an account or a keyed header
     /// shares among its keys is digested once (``KeyIdentity``), not on every hit.
     init(method: String, url: String, identity: KeyIdentity) {
+        var digest = KeyDigest()
+        digest.add(url)
+        self.init(method: method, url: url, urlDigest: digest, identity: identity)
+    }
+
+    /// A key whose URL, normal already, was digested as it was scanned
+    /// (``URLNormalization/keyed(_:)``): a hit reads the URL's bytes once.
+    @inline(__always)
+    private init(method: String, url: String, urlDigest: KeyDigest, identity: KeyIdentity) {
         self.method = method
         self.url = url
         self.identity = identity.values
-        var digest = KeyDigest()
-        digest.add(url)
-        digest.add(method)
-        if !identity.values.isEmpty { digest.add(word: identity.digest) }
+        var digest = urlDigest
+        digest.add(method: method)
+        if !identity.isEmpty { digest.add(word: identity.digest) }
         self.digest = digest.value
     }
 
@@ -104,23 +112,58 @@ struct KeyDigest {
         // the string, as `withUTF8` makes, would cost a retain and a release.
         if string.utf8.withContiguousStorageIfAvailable({ add(UnsafeRawBufferPointer($0)) }) == nil {
             var copy = string
-            copy.withUTF8 { add(UnsafeRawBufferPointer($0)) }
+            copy.withUTF8 { _ = add(UnsafeRawBufferPointer($0)) }
         }
     }
 
-    private mutating func add(_ bytes: UnsafeRawBufferPointer) {
-        var state = Self.mix(value, UInt64(bytes.count))
-        var offset = 0
-        while offset + 8 <= bytes.count {
-            state = Self.mix(state, bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-            offset += 8
+    /// Adds a key's method: the two a hit can have as one word each, any other as its bytes.
+    @inline(__always)
+    mutating func add(method: String) {
+        switch method {
+        case "GET": add(word: 0x4745_54)
+        case "HEAD": add(word: 0x4845_4144)
+        default: add(method)
         }
-        if offset < bytes.count {
+    }
+
+    /// Adds `bytes`, and says whether `byte` (not zero) is among them: a key's URL is digested and
+    /// searched for a fragment (``URLNormalization/keyed(_:)``) in one pass, eight bytes at a time.
+    @discardableResult
+    mutating func add(_ bytes: UnsafeRawBufferPointer, finding byte: UInt8 = UInt8(ascii: "#")) -> Bool {
+        assert(byte != 0)
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let pattern = ones &* UInt64(byte)
+        var state = Self.mix(value, UInt64(bytes.count))
+        var found: UInt64 = 0
+        var offset = 0
+        while offset &+ 8 <= bytes.count {
+            let word = bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            state = Self.mix(state, word)
+            // A byte of `word ^ pattern` is zero where `word` holds `byte` (exact as a whole).
+            let matched = word ^ pattern
+            found |= (matched &- ones) & ~matched & (ones &<< 7)
+            offset &+= 8
+        }
+        let remaining = bytes.count &- offset
+        if remaining > 0 {
             var tail: UInt64 = 0
-            for index in offset..<bytes.count { tail = tail << 8 | UInt64(bytes[index]) }
+            if bytes.count >= 8 {
+                // The last eight bytes, those digested already shifted out.
+                let last = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: bytes.count &- 8, as: UInt64.self))
+                tail = last >> (UInt64(8 &- remaining) &* 8)
+                // The bytes shifted in above the tail are zero: no match for a byte that is not.
+                let matched = tail ^ pattern
+                found |= (matched &- ones) & ~matched & (ones &<< 7)
+            } else {
+                for index in offset..<bytes.count {
+                    tail |= UInt64(bytes[index]) << (UInt64(index &- offset) &* 8)
+                    if bytes[index] == byte { found = 1 }
+                }
+            }
             state = Self.mix(state, tail)
         }
         value = state
+        return found != 0
     }
 
     /// One round: the two halves of a full-width product, as wyhash mixes.
@@ -135,12 +178,15 @@ struct KeyDigest {
 struct KeyIdentity: Sendable {
     let values: [String?]
     let digest: UInt64
+    /// Whether ``values`` is empty, known without reading the array.
+    let isEmpty: Bool
 
     init(_ values: [String?]) {
         self.values = values
         var digest = KeyDigest()
         for value in values { digest.add(value) }
         self.digest = digest.value
+        isEmpty = values.isEmpty
     }
 
     /// The identity of a request with no key header, in no account: its digest is not read.
@@ -148,6 +194,7 @@ struct KeyIdentity: Sendable {
     init(none: Void) {
         values = []
         digest = 0
+        isEmpty = true
     }
 
     static let none = KeyIdentity(none: ())
@@ -287,12 +334,12 @@ extension CacheKey {
     /// (``KeyHeaders/values(in:)``), for `account`, or nil for another scheme or a URL that cannot
     /// be normalised. Every key of a request is made here.
     init?(
-        method: String, url: URL, values: [String?], account: AccountIdentity?, keyHeaders: KeyHeaders,
+        method: String, url: borrowing URL, values: [String?], account: AccountIdentity?, keyHeaders: KeyHeaders,
         headers: KeyedHeaders? = nil
     ) {
-        guard let normalized = URLNormalization.normalized(url, httpOnly: true) else { return nil }
+        guard let (normalized, digest) = URLNormalization.keyed(url) else { return nil }
         self.init(
-            method: method, url: normalized,
+            method: method, url: normalized, urlDigest: digest,
             identity: keyHeaders.identity(values: values, account: account, headers: headers))
     }
 

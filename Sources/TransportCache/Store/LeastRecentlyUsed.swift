@@ -62,13 +62,19 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
 
     var count: Int { index.count }
 
-    /// The value for `key` if `accept` takes it, then marked as the most recently used; one hash
-    /// lookup in all.
+    /// The value for `key` and where it is held, without changing its recency: a use of it is
+    /// marked with ``markUsed(at:)``, so that a hit looks the key up once.
     /// - Complexity: O(1).
-    mutating func value(forKey key: Key, where accept: (Value) -> Bool) -> Value? {
-        guard let position = index[key], let value = slots[position].value, accept(value) else { return nil }
+    @inline(__always)
+    func find(_ key: Key) -> (position: Int, value: Value)? {
+        guard let position = index[key], let value = slots[position].value else { return nil }
+        return (position, value)
+    }
+
+    /// Marks the value held at `position` (``find(_:)``) as the most recently used.
+    /// - Complexity: O(1).
+    mutating func markUsed(at position: Int) {
         moveToFront(position)
-        return value
     }
 
     /// The value for `key` without changing its recency.
@@ -271,17 +277,24 @@ struct LeastRecentlyUsed<Key: Hashable, Value> {
     private mutating func moveToFront(_ position: Int) {
         guard position != used.newest else { return }
         guard !slots[position].onProbation else { return promote(position) }
-        // Not the newest, so it has a newer neighbour, and the list a newest value.
-        let older = slots[position].older
-        let newer = slots[position].newer
-        if older >= 0 { slots[older].newer = newer } else { used.oldest = newer }
-        slots[newer].older = older
+        // Not the newest, so it has a newer neighbour, and the list a newest value. The slots
+        // are written through one buffer: each subscript write would check again that the array
+        // is not shared.
         uses &+= 1
-        slots[position].lastUse = uses
-        slots[position].older = used.newest
-        slots[position].newer = -1
-        slots[used.newest].newer = position
+        var used = used
+        let stamp = uses
+        slots.withUnsafeMutableBufferPointer { slots in
+            let older = slots[position].older
+            let newer = slots[position].newer
+            if older >= 0 { slots[older].newer = newer } else { used.oldest = newer }
+            slots[newer].older = older
+            slots[position].lastUse = stamp
+            slots[position].older = used.newest
+            slots[position].newer = -1
+            slots[used.newest].newer = position
+        }
         used.newest = position
+        self.used = used
     }
 
     /// Moves a value on probation, just used, to the front of the used values.

@@ -96,7 +96,8 @@ final class ResponseStore: Sendable {
     /// prefetch's look, which reads nothing).
     /// - Parameter isObserved: set to whether anyone listens to the transport's events, read
     ///   under the same lock.
-    /// - Returns: the accepted variant and the verdict.
+    /// - Returns: the verdict on the accepted variant (which carries the variant when the judge
+    ///   needs it).
     /// - Complexity: O(1): one hash lookup under the lock, plus a scan of the key's few variants
     ///   when its responses select on request fields. Inlined into the hit path, so that the
     ///   judge runs without a call or a closure context of its own.
@@ -106,40 +107,28 @@ final class ResponseStore: Sendable {
         selectedBy requestFields: [String: String]?,
         isObserved: inout Bool,
         touches: Bool = true,
-        judge: (Found, inout CacheStatistics) -> Verdict?
-    ) -> (entry: StoredResponse, verdict: Verdict)? {
+        judge: (Found, inout CacheStatistics, _ isObserved: Bool) -> Verdict?
+    ) -> Verdict? {
         state.withLock { state in
             isObserved = state.isObserved
             if state.isDeparting(key) {
-                _ = judge(.absent(nil), &state.statistics)
+                _ = judge(.absent(nil), &state.statistics, state.isObserved)
                 return nil
             }
-            if !touches {
-                guard let variants = state.entries.peekValue(forKey: key) else {
-                    _ = judge(.absent(state.departures.reason(for: key)), &state.statistics)
-                    return nil
-                }
-                guard let selected = variants.selected(by: requestFields) else {
-                    _ = judge(.noMatchingVariant, &state.statistics)
-                    return nil
-                }
-                return judge(.entry(selected), &state.statistics).map { (selected, $0) }
+            guard let (position, variants) = state.entries.find(key) else {
+                _ = judge(.absent(state.departures.reason(for: key)), &state.statistics, state.isObserved)
+                return nil
             }
-            var found: (entry: StoredResponse, verdict: Verdict)?
-            var judged = false
-            _ = state.entries.value(forKey: key) { variants in
-                judged = true
-                guard let selected = variants.selected(by: requestFields) else {
-                    _ = judge(.noMatchingVariant, &state.statistics)
-                    return false
-                }
-                guard let verdict = judge(.entry(selected), &state.statistics) else { return false }
-                variants.markUsed(selected)
-                found = (selected, verdict)
-                return true
+            guard let (place, selected) = variants.selection(by: requestFields) else {
+                _ = judge(.noMatchingVariant, &state.statistics, state.isObserved)
+                return nil
             }
-            if !judged { _ = judge(.absent(state.departures.reason(for: key)), &state.statistics) }
-            return found
+            guard let verdict = judge(.entry(selected), &state.statistics, state.isObserved) else { return nil }
+            if touches {
+                variants.markUsed(at: place)
+                state.entries.markUsed(at: position)
+            }
+            return verdict
         }
     }
 

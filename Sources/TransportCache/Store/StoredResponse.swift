@@ -141,15 +141,29 @@ final class StoredVariants: @unchecked Sendable {
     /// The variant a request with `requestFields` may be answered from.
     /// - Complexity: O(1) for a key whose responses select on nothing; O(v) in the variants otherwise.
     func selected(by requestFields: [String: String]?) -> StoredResponse? {
-        let first = all[0]
-        if first.selector.fields.isEmpty || first.selector.selects(requestFields) { return first }
-        return all.dropFirst().first { $0.selector.selects(requestFields) }
+        selection(by: requestFields)?.variant
     }
 
-    /// Makes `variant` the most recently used.
-    func markUsed(_ variant: StoredResponse) {
-        guard all[0] !== variant, let position = all.firstIndex(where: { $0 === variant }) else { return }
-        all.insert(all.remove(at: position), at: 0)
+    /// ``selected(by:)`` with the variant's place, which ``markUsed(at:)`` takes.
+    @inline(__always)
+    func selection(by requestFields: [String: String]?) -> (place: Int, variant: StoredResponse)? {
+        let first = all[0]
+        if first.selector.fields.isEmpty || first.selector.selects(requestFields) { return (0, first) }
+        return selection(among: requestFields)
+    }
+
+    @inline(never)
+    private func selection(among requestFields: [String: String]?) -> (place: Int, variant: StoredResponse)? {
+        guard let place = all.indices.dropFirst().first(where: { all[$0].selector.selects(requestFields) }) else {
+            return nil
+        }
+        return (place, all[place])
+    }
+
+    /// Makes the variant at `place` (``selection(by:)``) the most recently used.
+    func markUsed(at place: Int) {
+        guard place > 0 else { return }
+        all.insert(all.remove(at: place), at: 0)
     }
 
     func contains(_ entry: StoredResponse) -> Bool {

@@ -19,6 +19,38 @@ enum URLNormalization {
         return components.string
     }
 
+    /// The normal form of `url`, an http or https URL, with its digest as a key begins with it
+    /// (``KeyDigest/add(_:finding:)``); nil for another scheme. A normal URL (nearly every one)
+    /// is digested and checked in one scan of its bytes: its authority byte by byte here, the
+    /// fragment's `#` eight bytes at a time as it is digested.
+    @inline(__always)
+    static func keyed(_ url: borrowing URL) -> (url: String, digest: KeyDigest)? {
+        // The URL is read here, inlined into the caller, and only its string is handed on: a URL
+        // passed to another function was retained and released for the call.
+        keyed(normal: url.absoluteString) ?? normalizedKeyURL(url)
+    }
+
+    /// `string`, a URL's `absoluteString`, with its digest, when it is normal already (see
+    /// ``keyed(_:)``); nil otherwise.
+    private static func keyed(normal string: consuming String) -> (url: String, digest: KeyDigest)? {
+        var digest = KeyDigest()
+        let isNormal = string.utf8.withContiguousStorageIfAvailable { bytes in
+            !digest.add(UnsafeRawBufferPointer(bytes), finding: UInt8(ascii: "#"))
+                && isNormalized(bytes, httpOnly: true, fragmentChecked: true)
+        }
+        guard isNormal == true else { return nil }
+        return (string, digest)
+    }
+
+    /// ``keyed(_:)`` of a URL that is not normal already.
+    @inline(never)
+    private static func normalizedKeyURL(_ url: borrowing URL) -> (url: String, digest: KeyDigest)? {
+        guard let normalized = normalized(url, httpOnly: true) else { return nil }
+        var digest = KeyDigest()
+        digest.add(normalized)
+        return (normalized, digest)
+    }
+
     static func defaultPort(for scheme: String) -> Int? {
         switch scheme {
         case "http": 80
@@ -38,7 +70,10 @@ enum URLNormalization {
         return string.withUTF8 { isNormalized(UnsafeBufferPointer(rebasing: $0[...]), httpOnly: httpOnly) }
     }
 
-    private static func isNormalized(_ bytes: UnsafeBufferPointer<UInt8>, httpOnly: Bool) -> Bool {
+    /// - Parameter fragmentChecked: the bytes are known to hold no `#`.
+    private static func isNormalized(
+        _ bytes: UnsafeBufferPointer<UInt8>, httpOnly: Bool, fragmentChecked: Bool = false
+    ) -> Bool {
         // Read through the base pointer, without overflow checks on offsets bounded by `count`:
         // a hit scans every byte, and this keeps each to a load, a shift and a test.
         guard let base = bytes.baseAddress else { return false }
@@ -54,6 +89,15 @@ enum URLNormalization {
         let lowMask: UInt64 = 1 << 0x23 | 1 << 0x2F | 1 << 0x3A | 1 << 0x3F
         let highMask: UInt64 = 0x07FF_FFFF | 1 << (0x5D - 64)
         while index < count {
+            if index &+ 8 <= count {
+                // Eight bytes at a time to the next one that may need a look (most of a host).
+                let marks = marks(UInt64(littleEndian: UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)))
+                if marks == 0 {
+                    index &+= 8
+                    continue
+                }
+                index &+= marks.trailingZeroBitCount &>> 3
+            }
             let byte = base[index]
             let marked = byte < 64 ? (lowMask >> byte) & 1 : byte < 128 ? (highMask >> (byte &- 64)) & 1 : 0
             if marked != 0 {
@@ -84,7 +128,26 @@ enum URLNormalization {
             }
         }
         // No fragment anywhere after the authority.
-        return index == count || memchr(base + index, Int32(UInt8(ascii: "#")), count &- index) == nil
+        return fragmentChecked || index == count
+            || memchr(base + index, Int32(UInt8(ascii: "#")), count &- index) == nil
+    }
+
+    /// The high bit of each of the eight bytes of `word` that may need a look in an authority:
+    /// "#", "/", ":", "?", "@" to "]" (the capitals among them), or a byte of 128 or more. The
+    /// lowest bit set is exact (bytes above it may be marked in excess), so it finds the next byte
+    /// to look at without a branch per byte.
+    @inline(__always)
+    private static func marks(_ word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs = ones &<< 7
+        func holds(_ byte: UInt64) -> UInt64 {
+            let matched = word ^ (ones &* byte)
+            return (matched &- ones) & ~matched & highs
+        }
+        // The bytes strictly between 0x3F and 0x5E, each judged on its own seven low bits.
+        let low = word & (ones &* 0x7F)
+        let between = ((ones &* (127 + 0x5E)) &- low) & ~word & (low &+ ones &* (127 - 0x3F)) & highs
+        return (word & highs) | between | holds(0x23) | holds(0x2F) | holds(0x3A) | holds(0x3F)
     }
 
     /// The length of the scheme before "://" and whether it is http or https, when it is
