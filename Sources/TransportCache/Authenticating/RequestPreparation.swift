@@ -169,7 +169,7 @@ final class RequestPreparation: Sendable {
         guard let firstHeader else { return nil }
         let first = try firstHeader.value(request)
         guard headerAdapters.count == 1 else { return try headers(first, of: request, for: account) }
-        if let recent = recentHeaders.withLock({ $0 }), recent.first == first, recent.account === account,
+        if let recent = recentHeaders.read({ $0 }), recent.first == first, recent.account === account,
             recent.others.isEmpty
         {
             return recent
@@ -184,7 +184,7 @@ final class RequestPreparation: Sendable {
     {
         var others: [String?] = []
         for adapter in headerAdapters.dropFirst() { others.append(try adapter.value(request)) }
-        if let recent = recentHeaders.withLock({ $0 }), recent.first == first, recent.account === account,
+        if let recent = recentHeaders.read({ $0 }), recent.first == first, recent.account === account,
             recent.others == others
         {
             return recent
@@ -196,7 +196,7 @@ final class RequestPreparation: Sendable {
     private func madeHeaders(_ first: String?, _ others: [String?], for account: AccountIdentity?) -> KeyedHeaders {
         let headers = KeyedHeaders(
             adapters: headerAdapters, first: first, others: others, account: account, keyHeaders: keyHeaders)
-        recentHeaders.withLock { $0 = headers }
+        recentHeaders.write { $0 = headers }
         return headers
     }
 
@@ -344,8 +344,8 @@ final class KeyedHeaders: Sendable {
     }
 
     /// The values made last, reused while the keyed headers give the same for the same account:
-    /// a hit then builds and normalises no identity.
-    typealias Recent = Locked<KeyedHeaders?>
+    /// a hit then builds and normalises no identity, and reads them without a lock.
+    typealias Recent = ReadMostly<KeyedHeaders?>
 }
 
 /// A request as it goes out (``RequestPreparation/outgoing(_:keyedFor:)``).
