@@ -95,9 +95,17 @@ final class RequestPreparation: Sendable {
     /// that wait for that refresh.
     /// - Throws: an adapter's error; ``AuthenticationError/Code/partitionUnavailable``.
     func keyed(_ request: URLRequest) throws -> KeyedRequest {
+        let key = try keyedLazily(request).key
+        return KeyedRequest(request: key.adapted ?? request, account: key.account, headers: key.headers).materialized
+    }
+
+    /// The fields of `request` (``fields(of:)``) and how it is keyed with them
+    /// (``keyedLazily(_:fields:)``), each read once.
+    @inline(__always)
+    func keyedLazily(_ request: URLRequest) throws -> (fields: RequestFields, key: LazyKey) {
         var fields = fields(of: request)
         let key = try keyedLazily(request, fields: &fields)
-        return KeyedRequest(request: key.adapted ?? request, account: key.account, headers: key.headers).materialized
+        return (fields, key)
     }
 
     /// The fields of `request` as ``keyedLazily(_:fields:)`` reads them.
@@ -121,8 +129,9 @@ final class RequestPreparation: Sendable {
         let account: AccountIdentity?
         if let keyAccount {
             account = try self.account(of: request, fields: fields, in: keyAccount)
-        } else if let directory {
-            account = try directory.account(of: request, fields: fields, keyHeaders: keyHeaders)
+        } else if directory != nil {
+            // Called through the optional, not bound: a binding retained the directory for the call.
+            account = try directory?.account(of: request, fields: fields, keyHeaders: keyHeaders)
         } else {
             account = nil
         }

@@ -236,10 +236,11 @@ public actor CachedTransport {
     public nonisolated(nonsending) func data(for request: URLRequest) async throws -> (Data, URLResponse) {
         // Without adapters or credentials the request is used as it is, not copied into a
         // ``KeyedRequest``: a retain and a release a hit need not pay.
-        guard let preparation else { return try await answer(try planner.plan(request), to: request, headers: nil) }
-        // Its fields are read once, for the account, the key and the directives together.
-        var fields = preparation.fields(of: request)
-        let key = try preparation.keyedLazily(request, fields: &fields)
+        // Its fields are read once, for the account, the key and the directives together. The
+        // preparation is called through the optional, not bound: a binding retained it for the call.
+        guard let (fields, key) = try preparation?.keyedLazily(request) else {
+            return try await answer(try planner.plan(request), to: request, headers: nil)
+        }
         if let adapted = key.adapted { return try await answer(adapted, fields: fields, key: key) }
         let plan = try planner.plan(request, fields: fields, account: key.account, headers: key.headers)
         return try await answer(plan, to: request, headers: key.headers)
