@@ -117,11 +117,28 @@ struct CacheKeyTests {
             // normal form digested apart.
             let apart = CacheKey(method: "GET", url: key.url, identity: [])
             #expect(key == apart && key.hashValue == apart.hashValue, "\(url)")
-            // A normal URL (as Foundation spells it) is its own key.
+            // Every key's URL is the URL's normal form, the fragment dropped; a normal URL (as
+            // Foundation spells it) is its own.
+            #expect(key.url == URLNormalization.normalized(url, httpOnly: true), "\(url)")
             if Self.isNormalByTheRules(url.absoluteString) { #expect(key.url == url.absoluteString) }
             checked += 1
         }
         #expect(checked > 1_000)
+        #expect(key("https://example.com/items#x")?.url == "https://example.com/items")
+    }
+
+    @Test("every byte, in every place of an eight-byte word, is judged as the rules judge it")
+    func everyByteInEveryPlace() {
+        for byte in 0...255 {
+            for place in 0..<8 {
+                var host = Array("abcdefghijklmnop".utf8)
+                host[place] = UInt8(byte)
+                let string = String(decoding: Array("https://".utf8) + host + Array("/x".utf8), as: UTF8.self)
+                #expect(
+                    URLNormalization.isNormalized(string) == Self.isNormalByTheRules(string), "byte \(byte) at \(place)"
+                )
+            }
+        }
     }
 
     @Test("a digest finds a byte among any number of bytes, at any place")

@@ -353,7 +353,10 @@ final class KeyedHeaders: Sendable {
     }
 
     /// The values made last, reused while the keyed headers give the same for the same account:
-    /// a hit then builds and normalises no identity, and reads them without a lock.
+    /// a hit then builds and normalises no identity, and reads them as ``ReadMostly`` reads (on
+    /// Linux without a lock). A hit whose values or account differ from the last writes, as it
+    /// builds new values anyway: where several accounts alternate, each such hit does, and a
+    /// replaced copy is freed at the next write that finds no read under way.
     typealias Recent = ReadMostly<KeyedHeaders?>
 }
 

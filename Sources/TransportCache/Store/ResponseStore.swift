@@ -123,6 +123,7 @@ final class ResponseStore: Sendable {
                 _ = judge(.noMatchingVariant, &state.statistics, state.isObserved)
                 return nil
             }
+            // The judge reads the entry and counts; it changes nothing the place was found in.
             guard let verdict = judge(.entry(selected), &state.statistics, state.isObserved) else { return nil }
             if touches {
                 variants.markUsed(at: place)

@@ -21,8 +21,9 @@ enum URLNormalization {
 
     /// The normal form of `url`, an http or https URL, with its digest as a key begins with it
     /// (``KeyDigest/add(_:finding:)``); nil for another scheme. A normal URL (nearly every one)
-    /// is digested and checked in one scan of its bytes: its authority byte by byte here, the
-    /// fragment's `#` eight bytes at a time as it is digested.
+    /// is digested and checked in one scan of its bytes: the fragment's `#` is looked for eight
+    /// bytes at a time as they are digested, and the authority is checked by
+    /// ``isNormalized(_:httpOnly:)``'s rules, eight bytes at a time to each byte they judge.
     @inline(__always)
     static func keyed(_ url: borrowing URL) -> (url: String, digest: KeyDigest)? {
         // The URL is read here, inlined into the caller, and only its string is handed on: a URL
@@ -34,12 +35,22 @@ enum URLNormalization {
     /// ``keyed(_:)``); nil otherwise.
     private static func keyed(normal string: consuming String) -> (url: String, digest: KeyDigest)? {
         var digest = KeyDigest()
-        let isNormal = string.utf8.withContiguousStorageIfAvailable { bytes in
-            !digest.add(UnsafeRawBufferPointer(bytes), finding: UInt8(ascii: "#"))
-                && isNormalized(bytes, httpOnly: true, fragmentChecked: true)
+        var isNormal = string.utf8.withContiguousStorageIfAvailable { scan($0, into: &digest) }
+        if isNormal == nil {
+            // A string whose bytes are not stored contiguously (one bridged from an `NSString`)
+            // is made so, rather than sent down the slow path.
+            string.makeContiguousUTF8()
+            isNormal = string.utf8.withContiguousStorageIfAvailable { scan($0, into: &digest) }
         }
         guard isNormal == true else { return nil }
         return (string, digest)
+    }
+
+    /// Digests `bytes` into `digest` and says whether they are a normal URL, in one pass.
+    @inline(__always)
+    private static func scan(_ bytes: UnsafeBufferPointer<UInt8>, into digest: inout KeyDigest) -> Bool {
+        !digest.add(UnsafeRawBufferPointer(bytes), finding: UInt8(ascii: "#"))
+            && isNormalized(bytes, httpOnly: true, fragmentChecked: true)
     }
 
     /// ``keyed(_:)`` of a URL that is not normal already.
@@ -75,14 +86,15 @@ enum URLNormalization {
         _ bytes: UnsafeBufferPointer<UInt8>, httpOnly: Bool, fragmentChecked: Bool = false
     ) -> Bool {
         // Read through the base pointer, without overflow checks on offsets bounded by `count`:
-        // a hit scans every byte, and this keeps each to a load, a shift and a test.
+        // a hit scans every byte of the authority, eight at a time where none needs a look.
         guard let base = bytes.baseAddress else { return false }
         let count = bytes.count
         guard let (schemeLength, isHTTP) = scheme(base, count: count) else { return false }
         if httpOnly && !isHTTP { return false }
         var index = schemeLength &+ 3
         // Authority up to "/", "?" or "#": no capitals, no user info. The bytes that need a look
-        // are marked in two 64-bit masks; everything else (lowercase, digits, ".", "-") passes.
+        // are marked in two 64-bit masks, the one home of these rules; everything else (lowercase,
+        // digits, ".", "-") passes. ``marks(_:)`` only finds the next byte for them to judge.
         let authorityStart = index
         var portStart = -1
         // "#", "/", ":" and "?" among the bytes below 64; "@", "A" to "Z" and "]" among 64 to 127.
@@ -133,9 +145,9 @@ enum URLNormalization {
     }
 
     /// The high bit of each of the eight bytes of `word` that may need a look in an authority:
-    /// "#", "/", ":", "?", "@" to "]" (the capitals among them), or a byte of 128 or more. The
-    /// lowest bit set is exact (bytes above it may be marked in excess), so it finds the next byte
-    /// to look at without a branch per byte.
+    /// "#", "/", ":", "?" and "@" to "]" (the capitals among them); a byte of 128 or more passes,
+    /// as the masks judge it. The lowest bit set is exact (bytes above it may be marked in excess),
+    /// so it finds the next byte to look at without a branch per byte.
     @inline(__always)
     private static func marks(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
@@ -147,7 +159,7 @@ enum URLNormalization {
         // The bytes strictly between 0x3F and 0x5E, each judged on its own seven low bits.
         let low = word & (ones &* 0x7F)
         let between = ((ones &* (127 + 0x5E)) &- low) & ~word & (low &+ ones &* (127 - 0x3F)) & highs
-        return (word & highs) | between | holds(0x23) | holds(0x2F) | holds(0x3A) | holds(0x3F)
+        return between | holds(0x23) | holds(0x2F) | holds(0x3A) | holds(0x3F)
     }
 
     /// The length of the scheme before "://" and whether it is http or https, when it is
