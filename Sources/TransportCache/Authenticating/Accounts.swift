@@ -151,8 +151,9 @@ final class AccountDirectory: Sendable {
             if identities.count > Self.fewest { return identities[name] }
             // Lengths first: two names of different lengths never reach a Unicode comparison.
             let length = name.utf8.count
-            for account in few where account.name.utf8.count == length && account.name == name {
-                return account.identity
+            // By index: an element bound by `for … in` is a copy, retained and released.
+            for index in few.indices where few[index].name.utf8.count == length && few[index].name == name {
+                return few[index].identity
             }
             return nil
         }
@@ -176,13 +177,13 @@ final class AccountDirectory: Sendable {
     ///   and names no account is keyed in none.
     @inline(__always)
     func account(of request: URLRequest, fields: RequestFields, keyHeaders: KeyHeaders) throws -> AccountIdentity? {
-        let carriesAuthorization = keyHeaders.carriesAuthorization(fields.keyValues)
         if let name = fields.accountName {
             // The app's own credential beside a named account: which of the two would it be?
-            if carriesAuthorization { throw AuthenticationError(.invalidAccount) }
+            if keyHeaders.carriesAuthorization(fields.keyValues) { throw AuthenticationError(.invalidAccount) }
             if let identity = state.read({ state in state.identity(of: name) }) { return identity }
         }
-        return try unknownAccount(of: request, carriesAuthorization: carriesAuthorization)
+        return try unknownAccount(
+            of: request, carriesAuthorization: keyHeaders.carriesAuthorization(fields.keyValues))
     }
 
     /// Whether the header field `field` is ``header``, spelled as Foundation stores it: its length
