@@ -125,23 +125,30 @@ enum URLNormalization {
             index &+= 1
         }
         guard index > authorityStart else { return false }
-        if portStart >= 0 {
-            let portLength = index &- portStart
-            if portLength == 0 { return false }
-            if isHTTP, schemeLength == 4, portLength == 2,
-                base[portStart] == UInt8(ascii: "8"), base[portStart &+ 1] == UInt8(ascii: "0")
-            {
-                return false
-            }
-            if isHTTP, schemeLength == 5, portLength == 3, base[portStart] == UInt8(ascii: "4"),
-                base[portStart &+ 1] == UInt8(ascii: "4"), base[portStart &+ 2] == UInt8(ascii: "3")
-            {
-                return false
-            }
+        if portStart >= 0, !isNormalPort(base + portStart, length: index &- portStart, schemeLength, isHTTP) {
+            return false
         }
         // No fragment anywhere after the authority.
         return fragmentChecked || index == count
             || memchr(base + index, Int32(UInt8(ascii: "#")), count &- index) == nil
+    }
+
+    /// Whether the port of `length` bytes at `port` may stay in a normal URL: not empty, and not
+    /// the default of http (80) or https (443).
+    @inline(__always)
+    private static func isNormalPort(_ port: UnsafePointer<UInt8>, length: Int, _ schemeLength: Int, _ isHTTP: Bool)
+        -> Bool
+    {
+        if length == 0 { return false }
+        if isHTTP, schemeLength == 4, length == 2, port[0] == UInt8(ascii: "8"), port[1] == UInt8(ascii: "0") {
+            return false
+        }
+        if isHTTP, schemeLength == 5, length == 3, port[0] == UInt8(ascii: "4"), port[1] == UInt8(ascii: "4"),
+            port[2] == UInt8(ascii: "3")
+        {
+            return false
+        }
+        return true
     }
 
     /// The high bit of each of the eight bytes of `word` that may need a look in an authority:
