@@ -97,7 +97,9 @@ struct CacheKeyTests {
         return !bytes[index...].contains(UInt8(ascii: "#"))
     }
 
-    @Test("a URL's normal form is judged, and its key digested, in one scan that agrees with the rules")
+    @Test(
+        "a URL's normal form is judged, and its key digested, in one scan that agrees with the rules; as written, it keys alike only when normal"
+    )
     func oneScanAgreesWithTheRules() {
         var random = SeededGenerator(seed: 49)
         let prefixes = ["http://", "https://", "HTTP://", "ftp://", "https:/", "h", "", "http://user@"]
@@ -121,6 +123,13 @@ struct CacheKeyTests {
             // Foundation spells it) is its own.
             #expect(key.url == URLNormalization.normalized(url, httpOnly: true), "\(url)")
             if Self.isNormalByTheRules(url.absoluteString) { #expect(key.url == url.absoluteString) }
+            // The key of the URL as written is that key exactly when the URL is its normal form,
+            // and the key of the normal form as written is always that key.
+            let written = CacheKey(method: "GET", writtenURL: url, values: [], account: nil, keyHeaders: headers)
+            #expect((written == key) == (url.absoluteString == key.url), "\(url)")
+            let normal = CacheKey(
+                method: "GET", writtenURL: URL(string: key.url)!, values: [], account: nil, keyHeaders: headers)
+            #expect(normal == key && normal.hashValue == key.hashValue, "\(url)")
             checked += 1
         }
         #expect(checked > 1_000)
@@ -156,6 +165,9 @@ struct CacheKeyTests {
             var plain = KeyDigest()
             _ = bytes.withUnsafeBytes { plain.add($0, finding: 0x61) }
             #expect(plain.value == digest.value)
+            var unsearched = KeyDigest()
+            bytes.withUnsafeBytes { unsearched.add($0) }
+            #expect(unsearched.value == digest.value)
         }
     }
 }

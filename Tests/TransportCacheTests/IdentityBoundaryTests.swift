@@ -83,6 +83,26 @@ struct IdentityBoundaryTests {
         #expect(origin.callCount == 2)
     }
 
+    @Test(
+        "a URL spelled out of normal form reads its normal form's entry, counted once",
+        arguments: IdentityConfiguration.allCases)
+    func spellingsShareTheEntry(identity: IdentityConfiguration) async throws {
+        let origin = origin()
+        let (transport, _) = identity.transport(origin)
+        _ = try await transport.data(for: identity.request("\(base)/feed"))
+        let spellings = [
+            "HTTPS://API.Example.com/feed", "https://api.example.com:443/feed", "https://api.example.com/feed#top",
+        ]
+        for spelling in spellings {
+            let (_, response) = try await transport.data(for: identity.request(spelling))
+            #expect(response.cacheOutcome?.isFromMemory == true, "\(spelling)")
+        }
+        // A spelling found under its normal form only is looked up twice, and counted once.
+        #expect(transport.statistics.requests == 1 + spellings.count)
+        #expect(transport.statistics.memoryHits == spellings.count)
+        #expect(origin.callCount == 1)
+    }
+
     @Test("store(_:) writes the entry data(for:) reads, and no other", arguments: IdentityConfiguration.allCases)
     func storeIsRead(identity: IdentityConfiguration) async throws {
         let origin = origin()

@@ -42,9 +42,23 @@ final class RequestPlanner: Sendable {
     /// - Parameter headers: the values of its keyed headers, when not set on it yet: they are put
     ///   in the key, and set on the request of a plan that goes to the network.
     func plan(
-        _ request: URLRequest, account: AccountIdentity? = nil, headers: KeyedHeaders? = nil, refreshing: Bool = false
+        _ request: URLRequest, account: AccountIdentity?, headers: KeyedHeaders? = nil, refreshing: Bool = false
     ) throws -> Plan {
-        let all = request.allHTTPHeaderFields
+        try plan(request, read: request.allHTTPHeaderFields, account: account, headers: headers, refreshing: refreshing)
+    }
+
+    /// The plan for `request` of no account, with no keyed headers, not refreshing: a plain
+    /// transport's, made apart so that a hit pays nothing for what that transport never has.
+    func plan(_ request: URLRequest) throws -> Plan {
+        try plan(request, read: request.allHTTPHeaderFields, account: nil, headers: nil, refreshing: false)
+    }
+
+    /// ``plan(_:account:headers:refreshing:)`` of a request whose fields are `all`.
+    @inline(__always)
+    private func plan(
+        _ request: URLRequest, read all: [String: String]?, account: AccountIdentity?, headers: KeyedHeaders?,
+        refreshing: Bool
+    ) throws -> Plan {
         // A request without fields (the most common hit) is planned with fields known empty, which
         // leaves nothing of them to release.
         guard let all, !all.isEmpty else {
@@ -110,11 +124,44 @@ final class RequestPlanner: Sendable {
             throw URLError(.badURL).carrying(CacheOutcome(source: .passedThrough(.notHTTP)))
         }
         let method = request.httpMethod ?? "GET"
+        let reads = method == "GET" || method == "HEAD"
         // Only a `GET` or `HEAD` can be a hit; any other is planned whole, keyed headers set.
-        if let headers, method != "GET" && method != "HEAD" {
+        if let headers, !reads {
             return try plan(
                 headers.applied(to: request), account: account, refreshing: refreshing, prefetching: prefetching)
         }
+        let cachePolicy = request.cachePolicy
+        let (acceptance, reloadReason) = reading(cachePolicy, directives, refreshing: refreshing)
+        // A request memory may answer looks for its key as its URL is written first: every stored
+        // key's URL is in normal form, so one that finds its key is normal already, and a hit
+        // checks it no further. A URL that finds nothing is keyed by its normal form below.
+        if reads, directives.bypass == nil, reloadReason == nil,
+            let plan = fromMemoryOrFetched(
+                request, url: url,
+                key: CacheKey(
+                    method: method, writtenURL: url, values: keyValues, account: account, keyHeaders: keyHeaders,
+                    headers: headers),
+                asWritten: true, fields: fields, headers: headers, acceptance: acceptance, cachePolicy: cachePolicy,
+                prefetching: prefetching)
+        {
+            return plan
+        }
+        return try plan(
+            request, url: url, method: method, fields: fields, keyValues: keyValues, directives: directives,
+            cachePolicy: cachePolicy, acceptance: acceptance, reloadReason: reloadReason, account: account,
+            headers: headers, refreshing: refreshing, prefetching: prefetching)
+    }
+
+    /// The rest of ``plan(_:fields:keyValues:directives:account:headers:refreshing:prefetching:)``
+    /// for a request whose URL as written found no key: keyed by its URL's normal form.
+    @inline(__always)
+    private func plan(
+        _ request: URLRequest, url: URL, method: String, fields: [String: String]?, keyValues: [String?],
+        directives: RequestDirectives, cachePolicy: URLRequest.CachePolicy, acceptance: FreshnessPolicy.Acceptance,
+        reloadReason: Plan.FetchReason?, account: AccountIdentity?, headers: KeyedHeaders?, refreshing: Bool,
+        prefetching: Bool
+    ) throws -> Plan {
+        let reads = method == "GET" || method == "HEAD"
         guard
             var key = CacheKey(
                 method: method, url: url, values: keyValues, account: account, keyHeaders: keyHeaders,
@@ -122,15 +169,13 @@ final class RequestPlanner: Sendable {
         else {
             return send(headers?.applied(to: request) ?? request, url: url, because: .notHTTP, account: account)
         }
-        if method != "GET" && method != "HEAD" {
+        if !reads {
             switch query(request, method: method, url: url, key: key) {
             case .keyed(let queryKey): key = queryKey
             case .tooLarge: return send(request, url: url, because: .queryBodyTooLarge, account: account)
             case .none: return send(request, url: url, because: .unsafeMethod, account: account)
             }
         }
-        let cachePolicy = request.cachePolicy
-        let (acceptance, reloadReason) = reading(cachePolicy, directives, refreshing: refreshing)
         if let headers, directives.bypass != nil || reloadReason != nil {
             return try plan(
                 headers.applied(to: request), account: account, refreshing: refreshing, prefetching: prefetching)
@@ -143,7 +188,6 @@ final class RequestPlanner: Sendable {
             }
             return send(request, url: url, because: bypass, account: account)
         }
-
         if let reloadReason {
             if !prefetching { store.record { $0.requests += 1 } }
             return .fetch(
@@ -151,31 +195,37 @@ final class RequestPlanner: Sendable {
                     request: request, key: key, fields: fields, reason: reloadReason, acceptance: acceptance,
                     isObserved: nil, settings: policy.settings(for: url)))
         }
-
-        return fromMemoryOrFetched(
-            request, url: url, key: key, fields: fields, headers: headers, acceptance: acceptance,
-            cachePolicy: cachePolicy, prefetching: prefetching)
+        guard
+            let plan = fromMemoryOrFetched(
+                request, url: url, key: key, asWritten: false, fields: fields, headers: headers,
+                acceptance: acceptance, cachePolicy: cachePolicy, prefetching: prefetching)
+        else { preconditionFailure("a key in normal form is judged whatever the store holds") }
+        return plan
     }
 
     /// The last step of ``plan(_:fields:keyValues:directives:account:headers:refreshing:prefetching:)``, for a request that may
     /// be answered from memory: the entry `acceptance` lets it take, or else why it cannot be
     /// fetched, or its fetch (made for the request with its keyed headers set).
+    /// - Parameter asWritten: `key` was made from the URL as written (``CacheKey/init(method:writtenURL:values:account:keyHeaders:headers:)``):
+    ///   when nothing is stored for it, nothing is counted and the plan is nil.
     @inline(__always)
     private func fromMemoryOrFetched(
-        _ request: URLRequest, url: URL, key: CacheKey, fields: [String: String]?, headers: KeyedHeaders?,
-        acceptance: FreshnessPolicy.Acceptance, cachePolicy: URLRequest.CachePolicy, prefetching: Bool
-    ) -> Plan {
-        var missReason = Plan.FetchReason.noEntry
+        _ request: URLRequest, url: URL, key: CacheKey, asWritten: Bool, fields: [String: String]?,
+        headers: KeyedHeaders?, acceptance: FreshnessPolicy.Acceptance, cachePolicy: URLRequest.CachePolicy,
+        prefetching: Bool
+    ) -> Plan? {
+        var missReason: Plan.FetchReason? = .noEntry
         var isObserved = false
         // Switched on rather than bound with `if let`, which copied the answer (two retains and
         // two releases a hit).
         switch memoryAnswer(
             key: key, fields: fields, acceptance: acceptance, at: policy.lookupTime, isPlanning: !prefetching,
-            touches: !prefetching, missReason: &missReason, isObserved: &isObserved)
+            touches: !prefetching, asWritten: asWritten, missReason: &missReason, isObserved: &isObserved)
         {
         case .some(let answer): return .memory(answer)
         case .none: break
         }
+        guard let missReason else { return nil }
         if cachePolicy == .returnCacheDataDontLoad { return .unavailable }
         if case .httpRules(let cacheControl) = acceptance, cacheControl?.onlyIfCached == true {
             return .gatewayTimeout(url)
@@ -199,7 +249,7 @@ final class RequestPlanner: Sendable {
         guard policy.followsHTTPCaching, request.cachePolicy == .useProtocolCachePolicy, !directives.revalidates,
             let conditions = RequestConditions(request.allHTTPHeaderFields, method: method, now: policy.clock.date)
         else { return nil }
-        var missReason = Plan.FetchReason.noEntry
+        var missReason: Plan.FetchReason? = .noEntry
         var isObserved = false
         guard
             let answer = memoryAnswer(
@@ -303,7 +353,7 @@ final class RequestPlanner: Sendable {
     ///   - reads: false for a prefetch: the entry keeps its place and stays unread.
     ///   - now: the clock's reading, taken before the in-flight lock.
     func storedAnswer(for plan: FetchPlan, reads: Bool = true, at now: ContinuousClock.Instant) -> MemoryAnswer? {
-        var missReason = Plan.FetchReason.noEntry
+        var missReason: Plan.FetchReason? = .noEntry
         var isObserved = false
         return memoryAnswer(
             key: plan.key, fields: plan.fields, acceptance: plan.acceptance, at: policy.lookupTime(at: now),
@@ -362,7 +412,9 @@ final class RequestPlanner: Sendable {
     /// in the store's lookup at `time` (``FreshnessPolicy/lookupTime``), read before. When `isPlanning`, the lookup counts the request, and a stale-window
     /// entry answers; otherwise (a recheck before a fetch starts) only a fresh or accepted one does.
     /// Without an answer, `missReason` says why the request must be fetched. Unless `touches`, the
-    /// entry found keeps its place and is not counted as read (a prefetch's look).
+    /// entry found keeps its place and is not counted as read (a prefetch's look). When
+    /// `asWritten` (a key made from the URL as written) and nothing is stored for the key,
+    /// nothing is counted and `missReason` is nil: the request is looked up by its normal form.
     private func memoryAnswer(
         key: CacheKey,
         fields: [String: String]?,
@@ -370,54 +422,74 @@ final class RequestPlanner: Sendable {
         at time: Duration?,
         isPlanning: Bool,
         touches: Bool = true,
-        missReason: inout Plan.FetchReason,
+        asWritten: Bool = false,
+        missReason: inout Plan.FetchReason?,
         isObserved: inout Bool
     ) -> MemoryAnswer? {
         let found = store.lookup(key, selectedBy: fields, isObserved: &isObserved, touches: touches) {
             found, statistics, isObserved -> MemoryAnswer? in
+            if asWritten, case .absent = found {
+                missReason = nil
+                return nil
+            }
             if isPlanning { statistics.requests += 1 }
-            let entry: StoredResponse
+            // The entry is judged where the switch binds it: bound to a variable declared before,
+            // it was copied (a retain and a release a hit).
             switch found {
-            case .entry(let selected): entry = selected
+            case .entry(let entry):
+                return judged(
+                    entry, acceptance: acceptance, at: time, isPlanning: isPlanning, touches: touches,
+                    statistics: &statistics, isObserved: isObserved, missReason: &missReason)
             case .noMatchingVariant:
                 missReason = .noMatchingVariant
-                return nil
             case .absent(let departure):
                 switch departure {
                 case .invalidated: missReason = .invalidated
                 case .evicted: missReason = .evicted
                 case nil: missReason = .noEntry
                 }
-                return nil
             }
-            let reason: Plan.MemoryReason
-            switch policy.verdict(for: entry, acceptance: acceptance, at: time) {
-            case .fresh: reason = .fresh
-            case .staleAccepted: reason = .staleAccepted
-            case .staleWhileRevalidate where isPlanning: reason = .staleWhileRevalidate
-            case .staleWhileRevalidate, .stale:
-                missReason = .expired
-                return nil
-            }
-            guard touches else {
-                return MemoryAnswer(entry: entry, response: entry.response, reason: reason, isObserved: isObserved)
-            }
-            statistics.memoryHits += 1
-            entry.hits += 1
-            return MemoryAnswer(
-                entry: entry, response: response(for: reason, from: entry, statistics: &statistics), reason: reason,
-                isObserved: isObserved)
+            return nil
         }
-        guard let age = found.flatMap({ policy.age(of: $0.entry, at: time) }) else { return found }
+        // Read only where entries keep an age: a hit of a transport whose entries never go stale
+        // does not look at its answer again.
+        guard time != nil, case .some(let answer) = found, let age = policy.age(of: answer.entry, at: time) else {
+            return found
+        }
         // RFC 9111 section 5.1: an answer from a cache says how old it is.
-        return found.map { answer in
-            MemoryAnswer(
-                entry: answer.entry,
-                response: HTTPResponseBuilder.response(
-                    answer.response, setting: "Age", to: String(max(0, age.components.seconds)),
-                    outcome: CacheOutcome(source: .memory(answer.reason))),
-                reason: answer.reason, isObserved: answer.isObserved)
+        return MemoryAnswer(
+            entry: answer.entry,
+            response: HTTPResponseBuilder.response(
+                answer.response, setting: "Age", to: String(max(0, age.components.seconds)),
+                outcome: CacheOutcome(source: .memory(answer.reason))),
+            reason: answer.reason, isObserved: answer.isObserved)
+    }
+
+    /// The answer `entry`, found for a key by ``memoryAnswer(key:fields:acceptance:at:isPlanning:touches:asWritten:missReason:isObserved:)``,
+    /// gives, counted in `statistics`; nil when it is too stale (`missReason` then says so).
+    /// Called under the store's lock.
+    @inline(__always)
+    private func judged(
+        _ entry: StoredResponse, acceptance: FreshnessPolicy.Acceptance, at time: Duration?, isPlanning: Bool,
+        touches: Bool, statistics: inout CacheStatistics, isObserved: Bool, missReason: inout Plan.FetchReason?
+    ) -> MemoryAnswer? {
+        let reason: Plan.MemoryReason
+        switch policy.verdict(for: entry, acceptance: acceptance, at: time) {
+        case .fresh: reason = .fresh
+        case .staleAccepted: reason = .staleAccepted
+        case .staleWhileRevalidate where isPlanning: reason = .staleWhileRevalidate
+        case .staleWhileRevalidate, .stale:
+            missReason = .expired
+            return nil
         }
+        guard touches else {
+            return MemoryAnswer(entry: entry, response: entry.response, reason: reason, isObserved: isObserved)
+        }
+        statistics.memoryHits += 1
+        entry.hits += 1
+        return MemoryAnswer(
+            entry: entry, response: response(for: reason, from: entry, statistics: &statistics), reason: reason,
+            isObserved: isObserved)
     }
 
     /// The response a memory answer for `reason` hands over: the entry's own, or its copy marked

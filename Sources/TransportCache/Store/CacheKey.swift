@@ -112,8 +112,20 @@ struct KeyDigest {
         // the string, as `withUTF8` makes, would cost a retain and a release.
         if string.utf8.withContiguousStorageIfAvailable({ add(UnsafeRawBufferPointer($0)) }) == nil {
             var copy = string
-            copy.withUTF8 { _ = add(UnsafeRawBufferPointer($0)) }
+            copy.withUTF8 { add(UnsafeRawBufferPointer($0)) }
         }
+    }
+
+    /// `string`, a key's URL, with the digest a key begins with (``add(_:finding:)``). Its bytes
+    /// are read where they are; a string that does not store them contiguously (one bridged from
+    /// an `NSString`) is made to first.
+    static func digested(_ string: consuming String) -> (String, KeyDigest) {
+        var digest = KeyDigest()
+        if string.utf8.withContiguousStorageIfAvailable({ digest.add(UnsafeRawBufferPointer($0)) }) == nil {
+            string.makeContiguousUTF8()
+            string.utf8.withContiguousStorageIfAvailable { digest.add(UnsafeRawBufferPointer($0)) }
+        }
+        return (string, digest)
     }
 
     /// Adds a key's method: the two a hit can have as one word each, any other as its bytes.
@@ -128,20 +140,32 @@ struct KeyDigest {
 
     /// Adds `bytes`, and says whether `byte` (not zero) is among them: a key's URL is digested and
     /// searched for a fragment (``URLNormalization/keyed(_:)``) in one pass, eight bytes at a time.
+    mutating func add(_ bytes: UnsafeRawBufferPointer, finding byte: UInt8) -> Bool {
+        digest(bytes, finding: byte)
+    }
+
+    /// Adds `bytes`: the digest ``add(_:finding:)`` makes, with no search.
+    mutating func add(_ bytes: UnsafeRawBufferPointer) {
+        digest(bytes, finding: nil)
+    }
+
+    @inline(__always)
     @discardableResult
-    mutating func add(_ bytes: UnsafeRawBufferPointer, finding byte: UInt8 = UInt8(ascii: "#")) -> Bool {
+    private mutating func digest(_ bytes: UnsafeRawBufferPointer, finding byte: UInt8?) -> Bool {
         assert(byte != 0)
         let ones: UInt64 = 0x0101_0101_0101_0101
-        let pattern = ones &* UInt64(byte)
+        let pattern = ones &* UInt64(byte ?? 0)
         var state = Self.mix(value, UInt64(bytes.count))
         var found: UInt64 = 0
         var offset = 0
         while offset &+ 8 <= bytes.count {
             let word = bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
             state = Self.mix(state, word)
-            // A byte of `word ^ pattern` is zero where `word` holds `byte` (exact as a whole).
-            let matched = word ^ pattern
-            found |= (matched &- ones) & ~matched & (ones &<< 7)
+            if byte != nil {
+                // A byte of `word ^ pattern` is zero where `word` holds `byte` (exact as a whole).
+                let matched = word ^ pattern
+                found |= (matched &- ones) & ~matched & (ones &<< 7)
+            }
             offset &+= 8
         }
         let remaining = bytes.count &- offset
@@ -151,9 +175,11 @@ struct KeyDigest {
                 // The last eight bytes, those digested already shifted out.
                 let last = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: bytes.count &- 8, as: UInt64.self))
                 tail = last >> (UInt64(8 &- remaining) &* 8)
-                // The bytes shifted in above the tail are zero: no match for a byte that is not.
-                let matched = tail ^ pattern
-                found |= (matched &- ones) & ~matched & (ones &<< 7)
+                if byte != nil {
+                    // The bytes shifted in above the tail are zero: no match for a byte that is not.
+                    let matched = tail ^ pattern
+                    found |= (matched &- ones) & ~matched & (ones &<< 7)
+                }
             } else {
                 for index in offset..<bytes.count {
                     tail |= UInt64(bytes[index]) << (UInt64(index &- offset) &* 8)
@@ -340,6 +366,22 @@ extension CacheKey {
         guard let (normalized, digest) = URLNormalization.keyed(url) else { return nil }
         self.init(
             method: method, url: normalized, urlDigest: digest,
+            identity: keyHeaders.identity(values: values, account: account, headers: headers))
+    }
+
+    /// The key a request sent with `method` to `url` would have if `url` were normal already:
+    /// made from the URL as written, not checked, for the rest as
+    /// ``init(method:url:values:account:keyHeaders:headers:)`` makes it. Every stored key's URL is
+    /// in normal form, so it equals a stored key only when `url` is normal, and is then that key:
+    /// a hit looks its key up so, and reads the URL's bytes once, to digest them.
+    @inline(__always)
+    init(
+        method: String, writtenURL url: borrowing URL, values: [String?], account: AccountIdentity?,
+        keyHeaders: KeyHeaders, headers: KeyedHeaders? = nil
+    ) {
+        let (written, digest) = KeyDigest.digested(url.absoluteString)
+        self.init(
+            method: method, url: written, urlDigest: digest,
             identity: keyHeaders.identity(values: values, account: account, headers: headers))
     }
 
