@@ -134,7 +134,8 @@ final class RequestPlanner: Sendable {
         let (acceptance, reloadReason) = reading(cachePolicy, directives, refreshing: refreshing)
         // A request memory may answer looks for its key as its URL is written first: every stored
         // key's URL is in normal form, so one that finds its key is normal already, and a hit
-        // checks it no further. A URL that finds nothing is keyed by its normal form below.
+        // checks it no further. A URL that finds nothing is checked then: a normal one is a miss
+        // of that key, any other is keyed by its normal form below.
         if reads, directives.bypass == nil, reloadReason == nil,
             let plan = fromMemoryOrFetched(
                 request, url: url,
@@ -207,7 +208,8 @@ final class RequestPlanner: Sendable {
     /// be answered from memory: the entry `acceptance` lets it take, or else why it cannot be
     /// fetched, or its fetch (made for the request with its keyed headers set).
     /// - Parameter asWritten: `key` was made from the URL as written (``CacheKey/init(method:writtenURL:values:account:keyHeaders:headers:)``):
-    ///   when nothing is stored for it, nothing is counted and the plan is nil.
+    ///   when nothing is stored for it and the URL is not normal, nothing is counted and the plan
+    ///   is nil.
     @inline(__always)
     private func fromMemoryOrFetched(
         _ request: URLRequest, url: URL, key: CacheKey, asWritten: Bool, fields: [String: String]?,
@@ -413,8 +415,9 @@ final class RequestPlanner: Sendable {
     /// entry answers; otherwise (a recheck before a fetch starts) only a fresh or accepted one does.
     /// Without an answer, `missReason` says why the request must be fetched. Unless `touches`, the
     /// entry found keeps its place and is not counted as read (a prefetch's look). When
-    /// `asWritten` (a key made from the URL as written) and nothing is stored for the key,
-    /// nothing is counted and `missReason` is nil: the request is looked up by its normal form.
+    /// `asWritten` (a key made from the URL as written), nothing is stored for the key and the URL
+    /// is not normal, nothing is counted and `missReason` is nil: the request is looked up by its
+    /// normal form.
     private func memoryAnswer(
         key: CacheKey,
         fields: [String: String]?,
@@ -428,7 +431,9 @@ final class RequestPlanner: Sendable {
     ) -> MemoryAnswer? {
         let found = store.lookup(key, selectedBy: fields, isObserved: &isObserved, touches: touches) {
             found, statistics, isObserved -> MemoryAnswer? in
-            if asWritten, case .absent = found {
+            // Nothing under the URL as written: a normal URL's key is the one looked up, and it
+            // is a miss; any other is looked up again by its normal form.
+            if asWritten, case .absent = found, !URLNormalization.isNormalized(key.url, httpOnly: true) {
                 missReason = nil
                 return nil
             }
