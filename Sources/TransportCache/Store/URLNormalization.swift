@@ -2,7 +2,10 @@ import Foundation
 
 /// URL normalisation for keys: scheme and host lowercased, the default port and the fragment
 /// dropped, the query kept. Already-normal URLs (nearly all of them) are recognised with one scan
-/// of `absoluteString` and used as they are.
+/// of `absoluteString` and used as they are. A hit does not come here: every stored key's URL is
+/// normal, so a request first looks its key up by its URL as written
+/// (``CacheKey/init(method:writtenURL:values:account:keyHeaders:headers:)``), and its URL is
+/// judged only when that finds nothing.
 enum URLNormalization {
     /// - Parameter httpOnly: return nil unless the scheme is http or https.
     static func normalized(_ url: URL, httpOnly: Bool = false) -> String? {
