@@ -84,14 +84,16 @@ struct IdentityBoundaryTests {
     }
 
     @Test(
-        "a URL spelled out of normal form reads its normal form's entry, counted once",
+        "a URL spelled out of normal form shares its normal form's entry: fetched once, each request counted once, with why it missed",
         arguments: IdentityConfiguration.allCases)
     func spellingsShareTheEntry(identity: IdentityConfiguration) async throws {
         let origin = origin()
         let (transport, _) = identity.transport(origin)
-        _ = try await transport.data(for: identity.request("\(base)/feed"))
+        let (_, first) = try await transport.data(for: identity.request("HTTPS://API.Example.com:443/feed#top"))
+        #expect(first.cacheOutcome?.source == .network(.noEntry))
         let spellings = [
-            "HTTPS://API.Example.com/feed", "https://api.example.com:443/feed", "https://api.example.com/feed#top",
+            "\(base)/feed", "HTTPS://API.Example.com/feed", "https://api.example.com:443/feed",
+            "https://api.example.com/feed#top",
         ]
         for spelling in spellings {
             let (_, response) = try await transport.data(for: identity.request(spelling))
@@ -101,6 +103,11 @@ struct IdentityBoundaryTests {
         #expect(transport.statistics.requests == 1 + spellings.count)
         #expect(transport.statistics.memoryHits == spellings.count)
         #expect(origin.callCount == 1)
+        transport.invalidate(identity.request("\(base)/feed"))
+        let (_, again) = try await transport.data(for: identity.request("HTTPS://API.Example.com/feed"))
+        #expect(again.cacheOutcome?.source == .network(.invalidated))
+        #expect(transport.statistics.requests == 2 + spellings.count)
+        #expect(origin.callCount == 2)
     }
 
     @Test("store(_:) writes the entry data(for:) reads, and no other", arguments: IdentityConfiguration.allCases)

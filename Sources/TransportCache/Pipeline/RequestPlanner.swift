@@ -8,7 +8,7 @@ import FoundationNetworking
 /// ``CachedTransport/data(for:)``, ``CachedTransport/refresh(_:)``, the decoded-value calls and
 /// everything built on them (the OpenAPI adapter, `values` streams) ask it, and perform the
 /// ``Plan`` it returns. Answering from memory is decided here with the ``FreshnessPolicy``, in one
-/// locked lookup that also counts the request.
+/// locked lookup that also counts the request (two for a URL out of its normal form, counted once).
 ///
 /// A class, so that the closure a hit's lookup runs captures one reference: as a struct, its
 /// fields were copied, retained and released on every hit.
@@ -132,10 +132,10 @@ final class RequestPlanner: Sendable {
         }
         let cachePolicy = request.cachePolicy
         let (acceptance, reloadReason) = reading(cachePolicy, directives, refreshing: refreshing)
-        // A request memory may answer looks for its key as its URL is written first: every stored
-        // key's URL is in normal form, so one that finds its key is normal already, and a hit
-        // checks it no further. A URL that finds nothing is checked then: a normal one is a miss
-        // of that key, any other is keyed by its normal form below.
+        // A request memory may answer looks for its key as its URL is written first: a stored
+        // key's URL is a normal form, which normalised again is itself, so a URL that finds its key
+        // is that key's, and a hit checks it no further. A URL that finds nothing is checked then:
+        // a normal one is a miss of that key, any other is keyed by its normal form below.
         if reads, directives.bypass == nil, reloadReason == nil,
             let plan = fromMemoryOrFetched(
                 request, url: url,
@@ -149,20 +149,21 @@ final class RequestPlanner: Sendable {
         }
         return try plan(
             request, url: url, method: method, fields: fields, keyValues: keyValues, directives: directives,
-            cachePolicy: cachePolicy, acceptance: acceptance, reloadReason: reloadReason, account: account,
-            headers: headers, refreshing: refreshing, prefetching: prefetching)
+            cachePolicy: cachePolicy, acceptance: acceptance, reloadReason: reloadReason, reads: reads,
+            account: account, headers: headers, refreshing: refreshing, prefetching: prefetching)
     }
 
-    /// The rest of ``plan(_:fields:keyValues:directives:account:headers:refreshing:prefetching:)``
-    /// for a request whose URL as written found no key: keyed by its URL's normal form.
+    /// The rest of ``plan(_:fields:keyValues:directives:account:headers:refreshing:prefetching:)``,
+    /// keyed by the URL's normal form: for a request memory may not answer (another method, its
+    /// own conditions or `no-store`, a reload), or one whose URL as written found no key. `reads`:
+    /// the method is `GET` or `HEAD`.
     @inline(__always)
     private func plan(
         _ request: URLRequest, url: URL, method: String, fields: [String: String]?, keyValues: [String?],
         directives: RequestDirectives, cachePolicy: URLRequest.CachePolicy, acceptance: FreshnessPolicy.Acceptance,
-        reloadReason: Plan.FetchReason?, account: AccountIdentity?, headers: KeyedHeaders?, refreshing: Bool,
-        prefetching: Bool
+        reloadReason: Plan.FetchReason?, reads: Bool, account: AccountIdentity?, headers: KeyedHeaders?,
+        refreshing: Bool, prefetching: Bool
     ) throws -> Plan {
-        let reads = method == "GET" || method == "HEAD"
         guard
             var key = CacheKey(
                 method: method, url: url, values: keyValues, account: account, keyHeaders: keyHeaders,
@@ -204,8 +205,8 @@ final class RequestPlanner: Sendable {
         return plan
     }
 
-    /// The last step of ``plan(_:fields:keyValues:directives:account:headers:refreshing:prefetching:)``, for a request that may
-    /// be answered from memory: the entry `acceptance` lets it take, or else why it cannot be
+    /// The step of ``plan(_:fields:keyValues:directives:account:headers:refreshing:prefetching:)`` for a request that may
+    /// be answered from memory, keyed as written or by its normal form: the entry `acceptance` lets it take, or else why it cannot be
     /// fetched, or its fetch (made for the request with its keyed headers set).
     /// - Parameter asWritten: `key` was made from the URL as written (``CacheKey/init(method:writtenURL:values:account:keyHeaders:headers:)``):
     ///   when nothing is stored for it and the URL is not normal, nothing is counted and the plan

@@ -34,8 +34,9 @@ struct CacheKey: Hashable, Sendable {
         self.init(method: method, url: url, urlDigest: digest, identity: identity)
     }
 
-    /// A key whose URL, normal already, was digested as it was scanned
-    /// (``URLNormalization/keyed(_:)``): a hit reads the URL's bytes once.
+    /// A key whose URL was digested before: as it was scanned for its normal form
+    /// (``URLNormalization/keyed(_:)``), or as written (``KeyDigest/digested(_:)``). Either way
+    /// the URL's bytes are read once.
     @inline(__always)
     private init(method: String, url: String, urlDigest: KeyDigest, identity: KeyIdentity) {
         self.method = method
@@ -116,16 +117,31 @@ struct KeyDigest {
         }
     }
 
-    /// `string`, a key's URL, with the digest a key begins with (``add(_:finding:)``). Its bytes
-    /// are read where they are; a string that does not store them contiguously (one bridged from
-    /// an `NSString`) is made to first.
+    /// `string`, a key's URL, with the digest a key begins with (``add(_:)``).
     static func digested(_ string: consuming String) -> (String, KeyDigest) {
         var digest = KeyDigest()
+        // Not through ``reading(_:_:)``, whose generic result cost a hit 5 to 20 instructions.
         if string.utf8.withContiguousStorageIfAvailable({ digest.add(UnsafeRawBufferPointer($0)) }) == nil {
-            string.makeContiguousUTF8()
-            string.utf8.withContiguousStorageIfAvailable { digest.add(UnsafeRawBufferPointer($0)) }
+            readingMadeContiguous(&string) { digest.add(UnsafeRawBufferPointer($0)) }
         }
         return (string, digest)
+    }
+
+    /// `body` of `string`'s UTF-8 bytes, read where they are: a string that does not store them
+    /// contiguously (one bridged from an `NSString`) is made to first, rather than copied.
+    @inline(__always)
+    static func reading<Result>(_ string: inout String, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        if let result = string.utf8.withContiguousStorageIfAvailable(body) { return result }
+        return readingMadeContiguous(&string, body)
+    }
+
+    /// ``reading(_:_:)`` of a string that does not store its bytes contiguously.
+    @inline(never)
+    private static func readingMadeContiguous<Result>(
+        _ string: inout String, _ body: (UnsafeBufferPointer<UInt8>) -> Result
+    ) -> Result {
+        string.makeContiguousUTF8()
+        return string.withUTF8(body)
     }
 
     /// Adds a key's method: the two a hit can have as one word each, any other as its bytes.
@@ -358,7 +374,8 @@ struct KeyHeaders: Sendable {
 extension CacheKey {
     /// The key of a request sent with `method` to `url`, whose key headers' values are `values`
     /// (``KeyHeaders/values(in:)``), for `account`, or nil for another scheme or a URL that cannot
-    /// be normalised. Every key of a request is made here.
+    /// be normalised. Every key of a request is made here, but for the one a lookup tries first
+    /// (``init(method:writtenURL:values:account:keyHeaders:headers:)``).
     init?(
         method: String, url: borrowing URL, values: [String?], account: AccountIdentity?, keyHeaders: KeyHeaders,
         headers: KeyedHeaders? = nil
@@ -369,11 +386,12 @@ extension CacheKey {
             identity: keyHeaders.identity(values: values, account: account, headers: headers))
     }
 
-    /// The key a request sent with `method` to `url` would have if `url` were normal already:
-    /// made from the URL as written, not checked, for the rest as
-    /// ``init(method:url:values:account:keyHeaders:headers:)`` makes it. Every stored key's URL is
-    /// in normal form, so it equals a stored key only when `url` is normal, and is then that key:
-    /// a hit looks its key up so, and reads the URL's bytes once, to digest them.
+    /// The key a request sent with `method` to `url` would have if `url` were in its normal form
+    /// already: made from the URL as written, not checked, for the rest as
+    /// ``init(method:url:values:account:keyHeaders:headers:)`` makes it. A stored key's URL is
+    /// the normal form of its request's URL, and a normal form normalised again is itself, so a
+    /// key made so that equals a stored key is that key: a hit looks its key up so, and reads the
+    /// URL's bytes once, to digest them.
     @inline(__always)
     init(
         method: String, writtenURL url: borrowing URL, values: [String?], account: AccountIdentity?,

@@ -2,8 +2,8 @@ import Foundation
 
 /// URL normalisation for keys: scheme and host lowercased, the default port and the fragment
 /// dropped, the query kept. Already-normal URLs (nearly all of them) are recognised with one scan
-/// of `absoluteString` and used as they are. A hit does not come here: every stored key's URL is
-/// normal, so a request first looks its key up by its URL as written
+/// of `absoluteString` and used as they are. A hit of a URL in normal form does not come here: a
+/// request first looks its key up by its URL as written
 /// (``CacheKey/init(method:writtenURL:values:account:keyHeaders:headers:)``), and its URL is
 /// judged only when that finds nothing.
 enum URLNormalization {
@@ -38,14 +38,7 @@ enum URLNormalization {
     /// ``keyed(_:)``); nil otherwise.
     private static func keyed(normal string: consuming String) -> (url: String, digest: KeyDigest)? {
         var digest = KeyDigest()
-        var isNormal = string.utf8.withContiguousStorageIfAvailable { scan($0, into: &digest) }
-        if isNormal == nil {
-            // A string whose bytes are not stored contiguously (one bridged from an `NSString`)
-            // is made so, rather than sent down the slow path.
-            string.makeContiguousUTF8()
-            isNormal = string.utf8.withContiguousStorageIfAvailable { scan($0, into: &digest) }
-        }
-        guard isNormal == true else { return nil }
+        guard KeyDigest.reading(&string, { scan($0, into: &digest) }) else { return nil }
         return (string, digest)
     }
 
