@@ -224,6 +224,10 @@ private final class History: Sendable {
     var queriesShown: Int { state.withLock { $0.queriesShown } }
 
     /// How long a history may take: a few hundred milliseconds is usual, under a sanitizer too.
+    /// It measures the transport when the histories run in a process of their own, as
+    /// `scripts/test` and `scripts/soak` run them: beside the whole suite under a sanitizer, whose
+    /// longest synchronous tests hold both threads of the concurrency pool for a minute, a history
+    /// may not run at all for that long.
     static let limit: TimeInterval = 60
 
     /// Runs the history: every task's calls, then the checks at rest. Returns what it broke.
