@@ -226,7 +226,7 @@ private final class History: Sendable {
     /// How long a history may take: a few hundred milliseconds is usual, under a sanitizer too.
     /// It measures the transport when the histories run in a process of their own, as
     /// `scripts/test` and `scripts/soak` run them: beside the whole suite under a sanitizer, whose
-    /// longest synchronous tests hold both threads of the concurrency pool for a minute, a history
+    /// longest tests can hold both threads of the concurrency pool for tens of seconds, a history
     /// may not run at all for that long.
     static let limit: TimeInterval = 60
 

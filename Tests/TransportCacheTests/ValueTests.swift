@@ -75,8 +75,10 @@ final class CountingDecoder: ResponseDecoding {
             return watchers.filter { $0.count <= count }.map(\.continuation)
         }
         for watcher in ready { watcher.resume() }
-        // Bounded, so a broken test fails instead of hanging.
-        if holding { _ = released.wait(timeout: .now() + 10) }
+        // Bounded, so a broken test fails instead of hanging; long enough that a pool whose threads
+        // other tests hold does not outlast it, since a hold that ends early lets the decode end
+        // before the waits a test makes next.
+        if holding { _ = released.wait(timeout: .now() + 60) }
         return try inner.decode(type, from: data)
     }
 
