@@ -9,17 +9,17 @@ import TransportCacheTesting
 @Suite("Invalidation by index, with hits never waiting")
 struct IndexedInvalidationTests {
     /// A transport holding `urls`, written as the app's own answers.
-    private func transport(holding urls: [String]) async throws -> CachedTransport {
+    private func transport(holding urls: [String]) throws -> CachedTransport {
         let transport = makeTransport(loader: echoOrigin())
-        try await store(urls.lazy.map { ProvisionalAnswer(for: request($0), data: Data($0.utf8)) }, in: transport)
+        for url in urls { try transport.store(ProvisionalAnswer(for: request(url), data: Data(url.utf8))) }
         return transport
     }
 
     /// A transport holding 2,000 steps' worth of entries (``ResponseStore/stepSize``) on one
     /// host, enough that invalidating the host takes many steps; and their URLs.
-    private func largeHost() async throws -> (CachedTransport, [String]) {
+    private func largeHost() throws -> (CachedTransport, [String]) {
         let urls = (0..<ResponseStore.stepSize * 2_000).map { "https://api.example.com/items/\($0)" }
-        return (try await transport(holding: urls), urls)
+        return (try transport(holding: urls), urls)
     }
 
     /// Whether the index holds exactly the keys the store holds.
@@ -115,7 +115,7 @@ struct IndexedInvalidationTests {
 
     @Test("a host drops its entries only, whatever the path")
     func hostEndpoint() async throws {
-        let transport = try await transport(holding: [
+        let transport = try transport(holding: [
             "https://api.example.com/a", "https://api.example.com/b/c", "https://API.example.com/d",
             "https://other.example.com/a",
         ])
@@ -129,7 +129,7 @@ struct IndexedInvalidationTests {
 
     @Test("an endpoint that matches nothing drops nothing and announces nothing")
     func endpointMatchingNothing() async throws {
-        let transport = try await transport(holding: ["https://api.example.com/items/1"])
+        let transport = try transport(holding: ["https://api.example.com/items/1"])
         var changes = transport.changes().makeAsyncIterator()
         for endpoint in [
             Endpoint.pathPrefix("/nothing"), .pathPrefix("/items", host: "other.example.com"), .host("none.example"),
@@ -150,7 +150,7 @@ struct IndexedInvalidationTests {
 
     @Test("invalidating a key that is not stored drops nothing and announces nothing")
     func keyNotStored() async throws {
-        let transport = try await transport(holding: ["https://api.example.com/items/1"])
+        let transport = try transport(holding: ["https://api.example.com/items/1"])
         var changes = transport.changes().makeAsyncIterator()
         transport.invalidate(request("https://api.example.com/items/2"))
         #expect(transport.invalidate(tag: "never-used") == 0)
@@ -167,7 +167,7 @@ struct IndexedInvalidationTests {
     @Test("the same key invalidated from many tasks at once is dropped once")
     func sameKeyFromManyTasks() async throws {
         let url = "https://api.example.com/items/1"
-        let transport = try await transport(holding: [url, "https://api.example.com/items/2"])
+        let transport = try transport(holding: [url, "https://api.example.com/items/2"])
         await withTaskGroup(of: Void.self) { group in
             for index in 0..<64 {
                 group.addTask {
@@ -240,7 +240,7 @@ struct IndexedInvalidationTests {
     func manyKeys() async throws {
         let count = ResponseStore.stepSize * 96 + 7
         let urls = (0..<count).map { "https://api.example.com/g\($0 % 2)/items/\($0)" }
-        let transport = try await transport(holding: urls)
+        let transport = try transport(holding: urls)
         var changes = transport.changes().makeAsyncIterator()
         transport.invalidate(.pathPrefix("/g0"))
         let dropped = urls.filter { $0.contains("/g0/") }
@@ -258,7 +258,7 @@ struct IndexedInvalidationTests {
     func snapshotOrder() async throws {
         let count = ResponseStore.stepSize * 64 + 5
         let urls = (0..<count).map { "https://api.example.com/items/\($0)" }
-        let transport = try await transport(holding: urls)
+        let transport = try transport(holding: urls)
         // Use some in an order of their own: they become the most recently used, last first.
         let used = [700, 3, 1_000, 512]
         for index in used { _ = try await transport.data(for: request(urls[index])) }
@@ -272,7 +272,7 @@ struct IndexedInvalidationTests {
     func invalidateAllDepartures() async throws {
         let count = Departures.limit + 10
         let urls = (0..<count).map { "https://api.example.com/items/\($0)" }
-        let transport = try await transport(holding: urls)
+        let transport = try transport(holding: urls)
         var changes = transport.changes().makeAsyncIterator()
         transport.invalidateAll()
         #expect(await changes.next() == .cleared)
@@ -289,7 +289,7 @@ struct IndexedInvalidationTests {
     @Test("a hit needs neither the in-flight lock nor the index's lock, which an invalidation holds while it works")
     func hitTakesOnlyTheStoreLock() async throws {
         let url = "https://api.example.com/items/1"
-        let transport = try await transport(holding: [url])
+        let transport = try transport(holding: [url])
         let inFlight = await transport.inFlight
         let planner = await transport.planner
         let answered = try inFlight.withLock { _ in
@@ -305,7 +305,7 @@ struct IndexedInvalidationTests {
     @Test("a hit completes while a predicate invalidation is in the middle of asking about keys")
     func hitDuringPredicate() async throws {
         let urls = (0..<10).map { "https://api.example.com/items/\($0)" }
-        let transport = try await transport(holding: urls)
+        let transport = try transport(holding: urls)
         let asked = DispatchSemaphore(value: 0)
         let hitDone = DispatchSemaphore(value: 0)
         let answered = Locked(false)
@@ -343,7 +343,7 @@ struct IndexedInvalidationTests {
     @Test("an invalidation asks its predicate under none of the transport's locks: the predicate may call it")
     func predicateCallsTransport() async throws {
         let urls = (0..<10).map { "https://api.example.com/items/\($0)" }
-        let transport = try await transport(holding: urls)
+        let transport = try transport(holding: urls)
         let inFlight = await transport.inFlight
         let (asked, reached) = (Locked(0), Locked(false))
         transport.invalidate(
@@ -370,7 +370,7 @@ struct IndexedInvalidationTests {
 
     @Test("a fetch's completion or a join waits for one step of a large invalidation, not for all of it")
     func inFlightLockBetweenSteps() async throws {
-        let (transport, urls) = try await largeHost()
+        let (transport, urls) = try largeHost()
         let count = urls.count
         let inFlight = await transport.inFlight
         let held: @Sendable () -> Int = { transport.store.state.withLock { $0.entries.count } }
@@ -401,7 +401,7 @@ struct IndexedInvalidationTests {
         "optimistic updates that begin during an invalidation and fail, one over another, bring back nothing it dropped"
     )
     func updatesDuringInvalidation() async throws {
-        let (transport, urls) = try await largeHost()
+        let (transport, urls) = try largeHost()
         let count = urls.count
         let ended = DispatchSemaphore(value: 0)
         let returned = Locked(false)
@@ -444,7 +444,7 @@ struct IndexedInvalidationTests {
 
     @Test("invalidateAll() while an invalidation runs leaves the index counting what the store holds")
     func invalidateAllDuringInvalidation() async throws {
-        let (transport, urls) = try await largeHost()
+        let (transport, urls) = try largeHost()
         let count = urls.count
         let ended = DispatchSemaphore(value: 0)
         Thread.detachNewThread {

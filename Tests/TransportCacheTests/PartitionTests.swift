@@ -138,11 +138,12 @@ struct PartitionTests {
 
     /// A transport of `origin` holding `count` entries of alice's, `/items/0` and on, whose
     /// current credential is then bob's.
-    func transport(holdingAlices count: Int, of origin: ScriptedOrigin) async throws -> CachedTransport {
+    func transport(holdingAlices count: Int, of origin: ScriptedOrigin) throws -> CachedTransport {
         let credentials = Self.partitioned(token: "alice-1")
         let transport = transport(origin, credentials: credentials)
-        let answers = (0..<count).lazy.map { ProvisionalAnswer(for: get("/items/\($0)"), data: Data("\($0)".utf8)) }
-        try await store(answers, in: transport)
+        for index in 0..<count {
+            try transport.store(ProvisionalAnswer(for: get("/items/\(index)"), data: Data("\(index)".utf8)))
+        }
         credentials.credential = "bob-1"
         return transport
     }
@@ -151,7 +152,7 @@ struct PartitionTests {
     func signOutDuringInvalidation() async throws {
         let origin = ScriptedOrigin(gated: true, respond: ScriptedOrigin.ok())
         let count = ResponseStore.stepSize * 4_000
-        let transport = try await transport(holdingAlices: count, of: origin)
+        let transport = try transport(holdingAlices: count, of: origin)
         let bob = Task { try await transport.data(for: request("https://other.example.com/feed")) }
         await origin.waitForCalls(1)
         // An invalidation under way, held as long as the test needs: the lock it holds throughout.
@@ -219,7 +220,7 @@ struct PartitionTests {
     @Test("a sign-out of a large partition lets the in-flight lock in between its steps, and leaves the others")
     func signOutInSteps() async throws {
         let count = ResponseStore.stepSize * 2_000
-        let transport = try await transport(holdingAlices: count, of: ScriptedOrigin(respond: ScriptedOrigin.ok()))
+        let transport = try transport(holdingAlices: count, of: ScriptedOrigin(respond: ScriptedOrigin.ok()))
         try transport.store(ProvisionalAnswer(for: get("/items/0"), data: Data("bob".utf8)))
         let inFlight = await transport.inFlight
         let held: @Sendable () -> Int = { transport.store.state.withLock { $0.entries.count } }

@@ -32,17 +32,6 @@ extension Data {
     var text: String { String(decoding: self, as: UTF8.self) }
 }
 
-/// Stores each of `answers` in `transport` with `store(_:)`, letting the other tasks run after
-/// every thousand: tens of thousands of entries stored in one go hold a thread of the concurrency
-/// pool (one of two on a two-core machine) for tens of seconds under a sanitizer, and every other
-/// test waits for them.
-func store(_ answers: some Sequence<ProvisionalAnswer>, in transport: CachedTransport) async throws {
-    for (index, answer) in answers.enumerated() {
-        try transport.store(answer)
-        if index % 1_000 == 999 { await Task.yield() }
-    }
-}
-
 /// An HTTP date `offset` seconds from now.
 func httpDate(_ offset: TimeInterval = 0) -> String {
     let formatter = DateFormatter()
