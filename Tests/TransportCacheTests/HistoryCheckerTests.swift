@@ -226,8 +226,8 @@ private final class History: Sendable {
     /// How long a history may take: a few hundred milliseconds is usual, under a sanitizer too.
     /// It measures the transport when the histories run in a process of their own, as
     /// `scripts/test` and `scripts/soak` run them: beside the whole suite under a sanitizer, whose
-    /// longest tests can hold both threads of the concurrency pool for tens of seconds, a history
-    /// may not run at all for that long.
+    /// longest tests keep every core busy for tens of seconds, a history may barely run for that
+    /// long.
     static let limit: TimeInterval = 60
 
     /// Runs the history: every task's calls, then the checks at rest. Returns what it broke.

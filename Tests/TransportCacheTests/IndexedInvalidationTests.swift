@@ -8,18 +8,20 @@ import TransportCacheTesting
 
 @Suite("Invalidation by index, with hits never waiting")
 struct IndexedInvalidationTests {
-    /// A transport holding `urls`, written as the app's own answers.
-    private func transport(holding urls: [String]) throws -> CachedTransport {
+    /// A transport holding `urls`, written as the app's own answers, on a thread of their own.
+    private func transport(holding urls: [String]) async throws -> CachedTransport {
         let transport = makeTransport(loader: echoOrigin())
-        for url in urls { try transport.store(ProvisionalAnswer(for: request(url), data: Data(url.utf8))) }
+        try await onAThreadOfItsOwn {
+            for url in urls { try transport.store(ProvisionalAnswer(for: request(url), data: Data(url.utf8))) }
+        }
         return transport
     }
 
     /// A transport holding 2,000 steps' worth of entries (``ResponseStore/stepSize``) on one
     /// host, enough that invalidating the host takes many steps; and their URLs.
-    private func largeHost() throws -> (CachedTransport, [String]) {
+    private func largeHost() async throws -> (CachedTransport, [String]) {
         let urls = (0..<ResponseStore.stepSize * 2_000).map { "https://api.example.com/items/\($0)" }
-        return (try transport(holding: urls), urls)
+        return (try await transport(holding: urls), urls)
     }
 
     /// Whether the index holds exactly the keys the store holds.
@@ -115,7 +117,7 @@ struct IndexedInvalidationTests {
 
     @Test("a host drops its entries only, whatever the path")
     func hostEndpoint() async throws {
-        let transport = try transport(holding: [
+        let transport = try await transport(holding: [
             "https://api.example.com/a", "https://api.example.com/b/c", "https://API.example.com/d",
             "https://other.example.com/a",
         ])
@@ -129,7 +131,7 @@ struct IndexedInvalidationTests {
 
     @Test("an endpoint that matches nothing drops nothing and announces nothing")
     func endpointMatchingNothing() async throws {
-        let transport = try transport(holding: ["https://api.example.com/items/1"])
+        let transport = try await transport(holding: ["https://api.example.com/items/1"])
         var changes = transport.changes().makeAsyncIterator()
         for endpoint in [
             Endpoint.pathPrefix("/nothing"), .pathPrefix("/items", host: "other.example.com"), .host("none.example"),
@@ -150,7 +152,7 @@ struct IndexedInvalidationTests {
 
     @Test("invalidating a key that is not stored drops nothing and announces nothing")
     func keyNotStored() async throws {
-        let transport = try transport(holding: ["https://api.example.com/items/1"])
+        let transport = try await transport(holding: ["https://api.example.com/items/1"])
         var changes = transport.changes().makeAsyncIterator()
         transport.invalidate(request("https://api.example.com/items/2"))
         #expect(transport.invalidate(tag: "never-used") == 0)
@@ -167,7 +169,7 @@ struct IndexedInvalidationTests {
     @Test("the same key invalidated from many tasks at once is dropped once")
     func sameKeyFromManyTasks() async throws {
         let url = "https://api.example.com/items/1"
-        let transport = try transport(holding: [url, "https://api.example.com/items/2"])
+        let transport = try await transport(holding: [url, "https://api.example.com/items/2"])
         await withTaskGroup(of: Void.self) { group in
             for index in 0..<64 {
                 group.addTask {
@@ -240,7 +242,7 @@ struct IndexedInvalidationTests {
     func manyKeys() async throws {
         let count = ResponseStore.stepSize * 96 + 7
         let urls = (0..<count).map { "https://api.example.com/g\($0 % 2)/items/\($0)" }
-        let transport = try transport(holding: urls)
+        let transport = try await transport(holding: urls)
         var changes = transport.changes().makeAsyncIterator()
         transport.invalidate(.pathPrefix("/g0"))
         let dropped = urls.filter { $0.contains("/g0/") }
@@ -258,7 +260,7 @@ struct IndexedInvalidationTests {
     func snapshotOrder() async throws {
         let count = ResponseStore.stepSize * 64 + 5
         let urls = (0..<count).map { "https://api.example.com/items/\($0)" }
-        let transport = try transport(holding: urls)
+        let transport = try await transport(holding: urls)
         // Use some in an order of their own: they become the most recently used, last first.
         let used = [700, 3, 1_000, 512]
         for index in used { _ = try await transport.data(for: request(urls[index])) }
@@ -272,7 +274,7 @@ struct IndexedInvalidationTests {
     func invalidateAllDepartures() async throws {
         let count = Departures.limit + 10
         let urls = (0..<count).map { "https://api.example.com/items/\($0)" }
-        let transport = try transport(holding: urls)
+        let transport = try await transport(holding: urls)
         var changes = transport.changes().makeAsyncIterator()
         transport.invalidateAll()
         #expect(await changes.next() == .cleared)
@@ -289,7 +291,7 @@ struct IndexedInvalidationTests {
     @Test("a hit needs neither the in-flight lock nor the index's lock, which an invalidation holds while it works")
     func hitTakesOnlyTheStoreLock() async throws {
         let url = "https://api.example.com/items/1"
-        let transport = try transport(holding: [url])
+        let transport = try await transport(holding: [url])
         let inFlight = await transport.inFlight
         let planner = await transport.planner
         let answered = try inFlight.withLock { _ in
@@ -305,7 +307,7 @@ struct IndexedInvalidationTests {
     @Test("a hit completes while a predicate invalidation is in the middle of asking about keys")
     func hitDuringPredicate() async throws {
         let urls = (0..<10).map { "https://api.example.com/items/\($0)" }
-        let transport = try transport(holding: urls)
+        let transport = try await transport(holding: urls)
         let asked = DispatchSemaphore(value: 0)
         let hitDone = DispatchSemaphore(value: 0)
         let answered = Locked(false)
@@ -343,7 +345,7 @@ struct IndexedInvalidationTests {
     @Test("an invalidation asks its predicate under none of the transport's locks: the predicate may call it")
     func predicateCallsTransport() async throws {
         let urls = (0..<10).map { "https://api.example.com/items/\($0)" }
-        let transport = try transport(holding: urls)
+        let transport = try await transport(holding: urls)
         let inFlight = await transport.inFlight
         let (asked, reached) = (Locked(0), Locked(false))
         transport.invalidate(
@@ -370,16 +372,16 @@ struct IndexedInvalidationTests {
 
     @Test("a fetch's completion or a join waits for one step of a large invalidation, not for all of it")
     func inFlightLockBetweenSteps() async throws {
-        let (transport, urls) = try largeHost()
+        let (transport, urls) = try await largeHost()
         let count = urls.count
         let inFlight = await transport.inFlight
         let held: @Sendable () -> Int = { transport.store.state.withLock { $0.entries.count } }
         let ended = Locked(false)
         let observed = DispatchSemaphore(value: 0)
         let letIn = Locked(0)
-        // On a thread of its own, as the invalidation, so that a busy pool of tasks cannot delay
-        // it: once entries leave, the removal is under way, and the in-flight lock, which a join
-        // and a fetch's completion take, is let in before it ends, while entries are still held.
+        // On a thread of its own, as the invalidation is, so that a busy pool of tasks cannot
+        // delay it: once entries leave, the removal is under way, and the in-flight lock, which a
+        // join and a fetch's completion take, is let in before it ends, while entries are still held.
         Thread.detachNewThread {
             while held() == count { usleep(20) }
             while !ended.withLock({ $0 }) {
@@ -387,9 +389,11 @@ struct IndexedInvalidationTests {
             }
             observed.signal()
         }
-        transport.invalidate(.host("api.example.com"))
-        ended.withLock { $0 = true }
-        observed.wait()
+        try await onAThreadOfItsOwn {
+            transport.invalidate(.host("api.example.com"))
+            ended.withLock { $0 = true }
+            observed.wait()
+        }
         let letInWhileHeld = letIn.withLock { $0 }
         #expect(letInWhileHeld > 0)
         #expect(transport.statistics.entries == 0)
@@ -401,7 +405,7 @@ struct IndexedInvalidationTests {
         "optimistic updates that begin during an invalidation and fail, one over another, bring back nothing it dropped"
     )
     func updatesDuringInvalidation() async throws {
-        let (transport, urls) = try largeHost()
+        let (transport, urls) = try await largeHost()
         let count = urls.count
         let ended = DispatchSemaphore(value: 0)
         let returned = Locked(false)
@@ -428,7 +432,7 @@ struct IndexedInvalidationTests {
         let firstFails = Gate()
         let first = chosen.map { update($0, until: firstFails) }
         while transport.pendingUpdateKeys < chosen.count && !returned.withLock({ $0 }) { await Task.yield() }
-        ended.wait()
+        try await onAThreadOfItsOwn { ended.wait() }
         let secondFails = Gate()
         let second = chosen.map { update($0, until: secondFails) }
         while transport.pendingUpdateKeys < chosen.count { await Task.yield() }
@@ -444,7 +448,7 @@ struct IndexedInvalidationTests {
 
     @Test("invalidateAll() while an invalidation runs leaves the index counting what the store holds")
     func invalidateAllDuringInvalidation() async throws {
-        let (transport, urls) = try largeHost()
+        let (transport, urls) = try await largeHost()
         let count = urls.count
         let ended = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
@@ -452,8 +456,10 @@ struct IndexedInvalidationTests {
             ended.signal()
         }
         while transport.statistics.entries == count { await Task.yield() }
-        transport.invalidateAll()
-        ended.wait()
+        try await onAThreadOfItsOwn {
+            transport.invalidateAll()
+            ended.wait()
+        }
         try transport.store(ProvisionalAnswer(for: request(urls[0]), data: Data("again".utf8)))
         #expect(transport.statistics.entries == 1)
         #expect(indexAgrees(transport))

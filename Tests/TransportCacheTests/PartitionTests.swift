@@ -138,11 +138,15 @@ struct PartitionTests {
 
     /// A transport of `origin` holding `count` entries of alice's, `/items/0` and on, whose
     /// current credential is then bob's.
-    func transport(holdingAlices count: Int, of origin: ScriptedOrigin) throws -> CachedTransport {
+    func transport(holdingAlices count: Int, of origin: ScriptedOrigin) async throws -> CachedTransport {
         let credentials = Self.partitioned(token: "alice-1")
         let transport = transport(origin, credentials: credentials)
-        for index in 0..<count {
-            try transport.store(ProvisionalAnswer(for: get("/items/\(index)"), data: Data("\(index)".utf8)))
+        let base = base
+        try await onAThreadOfItsOwn {
+            for index in 0..<count {
+                let answer = ProvisionalAnswer(for: request("\(base)/items/\(index)"), data: Data("\(index)".utf8))
+                try transport.store(answer)
+            }
         }
         credentials.credential = "bob-1"
         return transport
@@ -152,7 +156,7 @@ struct PartitionTests {
     func signOutDuringInvalidation() async throws {
         let origin = ScriptedOrigin(gated: true, respond: ScriptedOrigin.ok())
         let count = ResponseStore.stepSize * 4_000
-        let transport = try transport(holdingAlices: count, of: origin)
+        let transport = try await transport(holdingAlices: count, of: origin)
         let bob = Task { try await transport.data(for: request("https://other.example.com/feed")) }
         await origin.waitForCalls(1)
         // An invalidation under way, held as long as the test needs: the lock it holds throughout.
@@ -182,8 +186,10 @@ struct PartitionTests {
         await #expect {
             try await bob.value
         } throws: { ($0 as? AuthenticationError)?.code == .signedOut }
-        signedOut.wait()
-        invalidated.wait()
+        try await onAThreadOfItsOwn {
+            signedOut.wait()
+            invalidated.wait()
+        }
         #expect(transport.statistics.entries == 0)
         #expect(transport.store.index.withLock { $0.count } == 0)
     }
@@ -220,7 +226,7 @@ struct PartitionTests {
     @Test("a sign-out of a large partition lets the in-flight lock in between its steps, and leaves the others")
     func signOutInSteps() async throws {
         let count = ResponseStore.stepSize * 2_000
-        let transport = try transport(holdingAlices: count, of: ScriptedOrigin(respond: ScriptedOrigin.ok()))
+        let transport = try await transport(holdingAlices: count, of: ScriptedOrigin(respond: ScriptedOrigin.ok()))
         try transport.store(ProvisionalAnswer(for: get("/items/0"), data: Data("bob".utf8)))
         let inFlight = await transport.inFlight
         let held: @Sendable () -> Int = { transport.store.state.withLock { $0.entries.count } }
@@ -235,9 +241,11 @@ struct PartitionTests {
             }
             observed.signal()
         }
-        transport.signOut(partition: "alice")
-        ended.withLock { $0 = true }
-        observed.wait()
+        try await onAThreadOfItsOwn {
+            transport.signOut(partition: "alice")
+            ended.withLock { $0 = true }
+            observed.wait()
+        }
         #expect(letIn.withLock { $0 } > 0)
         #expect(transport.statistics.entries == 1)
         #expect(try await transport.data(for: get("/items/0")).0 == Data("bob".utf8))

@@ -196,12 +196,15 @@ struct FetchQueueTests {
         await origin.waitForCalls(1)
         let queued = Task { try await transport.response(for: URLRequest(url: url("/queued"))).2 }
         await waitForWaiting(1, in: transport, host: url("/"))
-        // Held in the queue for at least this long; its own fetch is answered at once.
+        // Held in the queue for at least this long; it leaves the queue once the gate opens.
         try await Task.sleep(for: .milliseconds(300))
+        let opened = ContinuousClock.now
         origin.openGate()
         _ = try await first.value
         let outcome = try await queued.value
-        #expect(try #require(outcome.networkDuration) < .milliseconds(300))
+        // Within what passed since the gate opened, however slow the machine: counted from when
+        // it joined the queue, it would hold the 300 ms before as well.
+        #expect(try #require(outcome.networkDuration) <= ContinuousClock.now - opened)
     }
 
     @Test("a task's priority maps to a fetch priority; withFetchPriority names one")

@@ -47,14 +47,14 @@ struct ReadMostlyTests {
     }
 
     @Test("reads on many threads while one writes see whole values, each written one or the first")
-    func concurrentReadsSeeWholeValues() {
+    func concurrentReadsSeeWholeValues() async throws {
         struct Pair: Sendable {
             var first: Int
             var second: [Int]
         }
         let value = ReadMostly(Pair(first: 0, second: [0]))
         let (torn, readersDone, written) = (Locked(0), Locked(0), Locked(0))
-        DispatchQueue.concurrentPerform(iterations: 4) { thread in
+        let run: @Sendable (Int) -> Void = { thread in
             if thread == 0 {
                 // Writes for as long as any reader reads.
                 var number = 0
@@ -73,6 +73,11 @@ struct ReadMostlyTests {
                 last = first
             }
             readersDone.withLock { $0 += 1 }
+        }
+        // Threads of their own: the four would otherwise hold the concurrency pool all the while.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for thread in 0..<4 { group.addTask { try await onAThreadOfItsOwn { run(thread) } } }
+            try await group.waitForAll()
         }
         #expect(torn.withLock { $0 } == 0)
         #expect(value.read { $0.first } == written.withLock { $0 })

@@ -11,6 +11,10 @@ import FoundationNetworking
 /// decode another caller has under way. Hold it on a thread of its own: a held thread of the
 /// task pool (one per core) could leave none for the test.
 final class HeldDecoder: ResponseDecoding {
+    /// How long each wait of the held decode and of its test lasts at most, so that a broken test
+    /// fails instead of hanging: far longer than any wait of a test that works takes, even under a
+    /// sanitizer on a busy machine.
+    static let patience: DispatchTimeInterval = .seconds(60)
     private let held: Int
     private let decodes = Locked(0)
     private let entered = DispatchSemaphore(value: 0)
@@ -27,16 +31,15 @@ final class HeldDecoder: ResponseDecoding {
         }
         if count == held {
             entered.signal()
-            // Bounded, so a broken test fails instead of hanging.
-            _ = released.wait(timeout: .now() + 10)
+            _ = released.wait(timeout: .now() + Self.patience)
         }
         return try JSONDecoder().decode(type, from: data)
     }
 
     /// Blocks the calling thread until the held decode has begun: nothing else runs on the caller's
-    /// actor meanwhile. - Returns: false when it did not begin within 10 seconds.
+    /// actor meanwhile. - Returns: false when it did not begin within ``patience``.
     func blockUntilHeld() -> Bool {
-        entered.wait(timeout: .now() + 10) == .success
+        entered.wait(timeout: .now() + Self.patience) == .success
     }
 
     func release() {
@@ -75,7 +78,7 @@ struct QueryWaitingForAnotherDecode {
             refreshed.signal()
         }
         Thread.detachNewThread {
-            _ = refreshed.wait(timeout: .now() + 10)
+            _ = refreshed.wait(timeout: .now() + HeldDecoder.patience)
             let value = try? transport.cachedValue([Article].self, for: request, decoder: decoder)?.value
             decoded.withLock { $0 = value }
             finished.signal()
@@ -87,7 +90,7 @@ struct QueryWaitingForAnotherDecode {
     /// Lets the other caller's decode end. - Returns: what it decoded.
     func releaseTheOtherDecode() -> [Article]? {
         decoder.release()
-        _ = finished.wait(timeout: .now() + 10)
+        _ = finished.wait(timeout: .now() + HeldDecoder.patience)
         return decoded.withLock { $0 }
     }
 }

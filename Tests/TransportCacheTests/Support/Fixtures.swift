@@ -57,3 +57,13 @@ func holdingInvalidations(of transport: CachedTransport, released: Locked<Bool>?
     holding.wait()
     return release
 }
+
+/// Runs `work` on a thread of its own and returns what it returns, holding no thread of the
+/// concurrency pool meanwhile. The pool has one thread per core: work of seconds on one of them
+/// (tens of thousands of stores, or a wait for an invalidation of them, under a sanitizer) holds
+/// back every test running beside it, and each bounded wait those tests make.
+func onAThreadOfItsOwn<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) async throws -> Value {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result(catching: work)) }
+    }
+}
