@@ -170,14 +170,16 @@ final class AccountDirectory: Sendable {
     private let state = ReadMostly(State())
 
     /// The account `request` names, as its keys hold it: `fields` are its fields, read with the
-    /// account's name.
+    /// account's name, `name`.
     /// - Throws: ``AuthenticationError``: ``AuthenticationError/Code/noAccount``,
     ///   ``AuthenticationError/Code/invalidAccount``, ``AuthenticationError/Code/signedOut`` or
     ///   ``AuthenticationError/Code/noCredential``. A request that carries its own `Authorization`
     ///   and names no account is keyed in none.
     @inline(__always)
-    func account(of request: URLRequest, fields: RequestFields, keyHeaders: KeyHeaders) throws -> AccountIdentity? {
-        if let name = fields.accountName {
+    func account(of request: URLRequest, fields: RequestFields, named name: String?, keyHeaders: KeyHeaders) throws
+        -> AccountIdentity?
+    {
+        if let name {
             // The app's own credential beside a named account: which of the two would it be?
             if keyHeaders.carriesAuthorization(fields.keyValues) { throw AuthenticationError(.invalidAccount) }
             if let identity = state.read({ state in state.identity(of: name) }) { return identity }

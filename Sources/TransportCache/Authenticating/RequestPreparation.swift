@@ -99,31 +99,35 @@ final class RequestPreparation: Sendable {
         return KeyedRequest(request: key.adapted ?? request, account: key.account, headers: key.headers).materialized
     }
 
-    /// The fields of `request` (``fields(of:)``) and how it is keyed with them
-    /// (``keyedLazily(_:fields:)``), each read once.
+    /// The fields of `request` (``fields(of:accountName:)``) and how it is keyed with them
+    /// (``keyedLazily(_:fields:accountName:)``), each read once.
     @inline(__always)
     func keyedLazily(_ request: URLRequest) throws -> (fields: RequestFields, key: LazyKey) {
-        var fields = fields(of: request)
-        let key = try keyedLazily(request, fields: &fields)
+        var accountName: String?
+        var fields = fields(of: request, accountName: &accountName)
+        let key = try keyedLazily(request, fields: &fields, accountName: accountName)
         return (fields, key)
     }
 
-    /// The fields of `request` as ``keyedLazily(_:fields:)`` reads them.
+    /// The fields of `request` as ``keyedLazily(_:fields:accountName:)`` reads them, and the
+    /// account it names, where each request names its own (``Accounts``).
     @inline(__always)
-    func fields(of request: URLRequest) -> RequestFields {
-        RequestFields(request.allHTTPHeaderFields, keyHeaders: keyHeaders, readsAccount: readsAccount)
+    func fields(of request: URLRequest, accountName: inout String?) -> RequestFields {
+        RequestFields(
+            request.allHTTPHeaderFields, keyHeaders: keyHeaders, readsAccount: readsAccount, accountName: &accountName)
     }
 
     /// Whether each request names its account (``Accounts``), read with its fields.
     var readsAccount: Bool { directory != nil }
 
-    /// How ``keyed(_:)`` keys `request`, whose fields are `fields` (``fields(of:)``), but for the
+    /// How ``keyed(_:)`` keys `request`, whose fields are `fields` and which names the account
+    /// `accountName` (``fields(of:accountName:)``), but for the
     /// keyed headers, whose values are carried beside it (``LazyKey/headers``) rather than set on
     /// it: a hit puts them in the key only, and a request that is kept or sent is made with them
     /// (``KeyedRequest/materialized``). The request is not copied unless a keyed adapter changes
     /// it (``LazyKey/adapted``); then its fields are read again into `fields`.
     @inline(__always)
-    func keyedLazily(_ request: URLRequest, fields: inout RequestFields) throws -> LazyKey {
+    func keyedLazily(_ request: URLRequest, fields: inout RequestFields, accountName: String?) throws -> LazyKey {
         if Self.isInsideRefresh { return LazyKey(adapted: nil, account: nil, headers: nil) }
         guard keyedAdapters.isEmpty else { return try keyed(adapting: request, fields: &fields) }
         let account: AccountIdentity?
@@ -131,7 +135,7 @@ final class RequestPreparation: Sendable {
             account = try self.account(of: request, fields: fields, in: keyAccount)
         } else if directory != nil {
             // Called through the optional, not bound: a binding retained the directory for the call.
-            account = try directory?.account(of: request, fields: fields, keyHeaders: keyHeaders)
+            account = try directory?.account(of: request, fields: fields, named: accountName, keyHeaders: keyHeaders)
         } else {
             account = nil
         }
@@ -166,8 +170,9 @@ final class RequestPreparation: Sendable {
     private func keyed(adapting request: URLRequest, fields: inout RequestFields) throws -> LazyKey {
         var request = request
         for adapt in keyedAdapters { try adapt(&request) }
-        fields = self.fields(of: request)
-        let owner = try accountSource.flatMap { try account(of: request, fields: fields, in: $0) }
+        var accountName: String?
+        fields = self.fields(of: request, accountName: &accountName)
+        let owner = try accountSource.flatMap { try account(of: request, fields: fields, named: accountName, in: $0) }
         return LazyKey(adapted: request, account: owner, headers: try headers(of: request, for: owner))
     }
 
@@ -175,8 +180,9 @@ final class RequestPreparation: Sendable {
     /// The same values for the same account as the last request's are that request's.
     @inline(__always)
     private func headers(of request: URLRequest, for account: AccountIdentity?) throws -> KeyedHeaders? {
-        guard let firstHeader else { return nil }
-        let first = try firstHeader.value(request)
+        guard firstHeader != nil else { return nil }
+        // Called through the optional, not bound: a binding retained the adapter for the call.
+        let first = try firstHeader?.value(of: request) ?? nil
         guard headerAdapters.count == 1 else { return try headers(first, of: request, for: account) }
         if let recent = recentHeaders.read({ $0 }), recent.first == first, recent.account === account,
             recent.others.isEmpty
@@ -192,7 +198,7 @@ final class RequestPreparation: Sendable {
         -> KeyedHeaders
     {
         var others: [String?] = []
-        for adapter in headerAdapters.dropFirst() { others.append(try adapter.value(request)) }
+        for adapter in headerAdapters.dropFirst() { others.append(try adapter.value(of: request)) }
         if let recent = recentHeaders.read({ $0 }), recent.first == first, recent.account === account,
             recent.others == others
         {
@@ -215,16 +221,17 @@ final class RequestPreparation: Sendable {
     /// as it reads that header anyway, rather than a second read of it on every hit; and it is
     /// keyed even when the partition cannot be read.
     @inline(__always)
-    private func account(of request: URLRequest, fields: RequestFields, in source: AccountSource) throws
-        -> AccountIdentity?
-    {
+    private func account(
+        of request: URLRequest, fields: RequestFields, named accountName: String?, in source: AccountSource
+    ) throws -> AccountIdentity? {
         switch source {
         case .current(let keyAccount): return try account(of: request, fields: fields, in: keyAccount)
-        case .named(let directory): return try directory.account(of: request, fields: fields, keyHeaders: keyHeaders)
+        case .named(let directory):
+            return try directory.account(of: request, fields: fields, named: accountName, keyHeaders: keyHeaders)
         }
     }
 
-    /// The current credential's account for `request`, as ``account(of:fields:in:)`` reads it.
+    /// The current credential's account for `request`, as ``account(of:fields:named:in:)`` reads it.
     @inline(__always)
     private func account(of request: URLRequest, fields: RequestFields, in keyAccount: KeyAccount) throws
         -> AccountIdentity?
@@ -267,7 +274,7 @@ final class RequestPreparation: Sendable {
     }
 }
 
-/// How a request is keyed (``RequestPreparation/keyedLazily(_:fields:)``), held beside the request
+/// How a request is keyed (``RequestPreparation/keyedLazily(_:fields:accountName:)``), held beside the request
 /// rather than with a copy of it: a hit copies no request.
 struct LazyKey {
     /// The request a keyed adapter made of it; nil when no keyed adapter ran.
@@ -306,6 +313,13 @@ final class HeaderAdapter: Sendable {
     /// Its place in ``KeyHeaders/names``.
     let position: Int
     let value: RequestAdapter.Header
+
+    /// The value `request` is given. Out of line, where the adapter is borrowed, the closure's
+    /// context is not retained and released around the call.
+    @inline(never)
+    func value(of request: URLRequest) throws -> String? {
+        try value(request)
+    }
 
     init(name: String, value: @escaping RequestAdapter.Header, keyHeaders: KeyHeaders) {
         self.name = name

@@ -72,7 +72,7 @@ final class RequestPlanner: Sendable {
     }
 
     /// The plan for `request`, whose fields `fields` were read already
-    /// (``RequestPreparation/fields(of:)``); see ``plan(_:account:headers:refreshing:)``.
+    /// (``RequestPreparation/fields(of:accountName:)``); see ``plan(_:account:headers:refreshing:)``.
     @inline(__always)
     func plan(_ request: URLRequest, fields: RequestFields, account: AccountIdentity?, headers: KeyedHeaders?) throws
         -> Plan
