@@ -23,12 +23,7 @@ extension CachedTransport {
                 // Set before the waiter is attached (under the lock below), so whoever detaches it
                 // finds it.
                 waiter.continuation = continuation
-                // Cancellation is checked under the lock that `cancelWaiter` takes: it either
-                // happened before (and is seen here) or finds the waiter registered.
-                perform(
-                    arriving { reading, machine in
-                        machine.arrive(plan, waiter: waiter, cancelled: Task.isCancelled, at: reading, facts: self)
-                    }, launchingOffCaller: callerHasActor)
+                arrive(plan, waiter: waiter, launchingOffCaller: callerHasActor)
             }
         } onCancel: {
             cancelWaiter(waiter)
@@ -43,11 +38,24 @@ extension CachedTransport {
         perform(arriving { $1.arrive(plan, waiter: nil, at: $0, facts: self) })
     }
 
-    /// Starts `plan` for a prefetch's `waiter`, which answers its ``Prefetch`` rather than a
-    /// suspended caller: it joins a fetch in flight, finds the answer stored meanwhile, or starts a
-    /// fetch, launched from here so that prefetches reach their host's queue in the order made.
-    nonisolated func arrive(_ plan: FetchPlan, waiter: Waiter) {
-        perform(arriving { $1.arrive(plan, waiter: waiter, at: $0, facts: self) })
+    /// Starts `plan` for `waiter`, a suspended caller or a prefetch's (which answers its
+    /// ``Prefetch``): it joins a fetch in flight, finds the answer stored meanwhile, or starts a
+    /// fetch, launched from here (so that prefetches reach their host's queue in the order made)
+    /// unless `launchingOffCaller`.
+    ///
+    /// Out of line and synchronous: inlined into ``fetch(_:)``'s continuation closure, the actions'
+    /// values made that async frame 960 bytes, and a suspended caller's frames then spanned four of
+    /// the task allocator's slabs, each a `malloc` of a kilobyte per caller.
+    @inline(never)
+    nonisolated func arrive(_ plan: FetchPlan, waiter: Waiter, launchingOffCaller: Bool = false) {
+        // A caller's cancellation is checked under the lock that `cancelWaiter` takes: it either
+        // happened before (and is seen here) or finds the waiter registered. A prefetch is
+        // cancelled through its handle, not its task.
+        perform(
+            arriving { reading, machine in
+                machine.arrive(
+                    plan, waiter: waiter, cancelled: waiter.reads && Task.isCancelled, at: reading, facts: self)
+            }, launchingOffCaller: launchingOffCaller)
     }
 
     /// Runs `body` on the fetches in flight under the in-flight lock, then, once the lock is
