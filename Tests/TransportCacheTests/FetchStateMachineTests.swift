@@ -41,7 +41,7 @@ final class FetchStateMachineTests {
             confirms ? (entry.data, entry.response, .stored(changedBytes: false)) : nil
         }
         func commitAndAnswer(
-            _ fetched: FetchedAnswer, of fetch: Fetch, to callers: inout CallerAnswers, at reading: ClockReading,
+            _ fetched: FetchedAnswer, of fetch: Fetch, to callers: CallerAnswers, at reading: ClockReading,
             in machine: inout FetchStateMachine
         ) -> [[Waiter]] {
             committed.append(fetched)

@@ -139,7 +139,7 @@ protocol FetchFacts {
     /// - Returns: the callers the answer's `Vary` does not serve, in groups whose requests match
     ///   each other.
     func commitAndAnswer(
-        _ fetched: FetchedAnswer, of fetch: Fetch, to callers: inout CallerAnswers, at reading: ClockReading,
+        _ fetched: FetchedAnswer, of fetch: Fetch, to callers: CallerAnswers, at reading: ClockReading,
         in machine: inout FetchStateMachine
     ) -> [[Waiter]]
 }
@@ -196,7 +196,7 @@ extension CachedTransport {
         case .resend(let launch):
             committer.publishQueuedChanges()
             self.launch(launch)
-        case .answer(var callers, let launches):
+        case .answer(let callers, let launches):
             committer.publishQueuedChanges()
             callers.resumeAll()
             for launch in launches { self.launch(launch) }

@@ -66,12 +66,12 @@ extension CachedTransport: FetchFacts {
     /// the callers it serves; a failure answers each caller with the stored entry when
     /// ``Configuration/Freshness/staleIfError`` allows it, else with the error.
     nonisolated func commitAndAnswer(
-        _ fetched: FetchedAnswer, of fetch: Fetch, to callers: inout CallerAnswers, at reading: ClockReading,
+        _ fetched: FetchedAnswer, of fetch: Fetch, to callers: CallerAnswers, at reading: ClockReading,
         in machine: inout FetchStateMachine
     ) -> [[Waiter]] {
         switch fetched {
         case .failed(let error):
-            answerFailure(error, of: fetch, to: &callers, at: reading.now)
+            answerFailure(error, of: fetch, to: callers, at: reading.now)
             return []
         case .fetched(let data, let response):
             let storage = committer.commitFetched(data, response: response, for: fetch, at: reading, in: &machine)
@@ -80,18 +80,18 @@ extension CachedTransport: FetchFacts {
             }
             // A server error stored on its own explicit freshness is the origin's answer to give.
             if case .notStored = storage {
-                answerStaleAfterServerError(response, of: fetch, to: &callers, at: reading.now)
+                answerStaleAfterServerError(response, of: fetch, to: callers, at: reading.now)
             }
-            return answerCallers(data, response, storage, revalidated: false, of: fetch, to: &callers)
+            return answerCallers(data, response, storage, revalidated: false, of: fetch, to: callers)
         case .notModified(let data, let response, let storage):
-            return answerCallers(data, response, storage, revalidated: true, of: fetch, to: &callers)
+            return answerCallers(data, response, storage, revalidated: true, of: fetch, to: callers)
         }
     }
 
     /// Answers each caller of a failed fetch: with the stored entry, marked stale, when
     /// ``Configuration/Freshness/staleIfError`` allows it, else with the error.
     private nonisolated func answerFailure(
-        _ error: any Error, of fetch: Fetch, to callers: inout CallerAnswers, at now: ContinuousClock.Instant
+        _ error: any Error, of fetch: Fetch, to callers: CallerAnswers, at now: ContinuousClock.Instant
     ) {
         if fetch.isBackground { store.record { $0.failedBackgroundRevalidations += 1 } }
         for position in callers.positions {
@@ -115,7 +115,7 @@ extension CachedTransport: FetchFacts {
     /// (``RequestPlanner/answerAfterServerError(of:fields:response:outcome:at:)``), with that entry;
     /// the others get `response`.
     private nonisolated func answerStaleAfterServerError(
-        _ response: URLResponse, of fetch: Fetch, to callers: inout CallerAnswers, at now: ContinuousClock.Instant
+        _ response: URLResponse, of fetch: Fetch, to callers: CallerAnswers, at now: ContinuousClock.Instant
     ) {
         for position in callers.positions {
             guard let waiter = callers.waiter(at: position), waiter.reason != .revalidation else { continue }
@@ -136,7 +136,7 @@ extension CachedTransport: FetchFacts {
     ///   their own.
     private nonisolated func answerCallers(
         _ data: Data, _ response: URLResponse, _ storage: CacheOutcome.Storage, revalidated: Bool, of fetch: Fetch,
-        to callers: inout CallerAnswers
+        to callers: CallerAnswers
     ) -> [[Waiter]] {
         let vary = Vary.names(of: response)
         let starterFields = vary.isEmpty ? nil : fetch.request.allHTTPHeaderFields
@@ -187,13 +187,20 @@ extension CachedTransport: FetchFacts {
 /// ten thousand copies of one answer cost as much to release as to resume them. Answers differ
 /// only by outcome, and outcomes of one completion only by why the caller fetched and whether it
 /// joined: an answer made for those two is found again rather than made anew.
-struct CallerAnswers {
+///
+/// A class, so that its callers are held once: carried in a ``FetchAction`` and bound out of
+/// it, a value's array was held twice, and letting go of each caller before resuming it copied
+/// all ten thousand, then released each on the completing thread when the action ended.
+///
+/// Exclusivity is unchecked on its arrays: one thread makes the answers, under the in-flight
+/// lock, and resumes the callers once it is released; no other thread ever sees the object.
+final class CallerAnswers {
     /// The callers, with a hole where one left.
-    private var waiters: [Waiter?]
+    @exclusivity(unchecked) private var waiters: [Waiter?]
     /// For each caller, the index of its answer in `results`; -1 while it has none.
-    private var answers: [Int]
-    private var results: [Result<(Data, URLResponse), any Error>] = []
-    private var made: [(reason: Plan.FetchReason, joined: Bool, index: Int)] = []
+    @exclusivity(unchecked) private var answers: [Int]
+    @exclusivity(unchecked) private var results: [Result<(Data, URLResponse), any Error>] = []
+    @exclusivity(unchecked) private var made: [(reason: Plan.FetchReason, joined: Bool, index: Int)] = []
     private let fetch: Fetch
     /// How long the fetch's last attempt took.
     let duration: Duration
@@ -213,14 +220,14 @@ struct CallerAnswers {
     func isAnswered(_ position: Int) -> Bool { answers[position] >= 0 }
 
     /// Gives the caller at `position` an answer of its own.
-    mutating func answer(_ position: Int, with result: Result<(Data, URLResponse), any Error>) {
+    func answer(_ position: Int, with result: Result<(Data, URLResponse), any Error>) {
         results.append(result)
         answers[position] = results.count - 1
     }
 
     /// Gives the caller at `position` the answer made by `make` from the outcome with `source`
     /// and `storage`, made the first time its reason and joining come up.
-    mutating func answer(
+    func answer(
         _ position: Int, source: (Plan.FetchReason) -> CacheOutcome.Source, storage: CacheOutcome.Storage?,
         make: (CacheOutcome) -> Result<(Data, URLResponse), any Error>
     ) {
@@ -239,7 +246,7 @@ struct CallerAnswers {
     }
 
     /// Resumes every answered caller, in the order they joined.
-    mutating func resumeAll() {
+    func resumeAll() {
         for position in waiters.indices {
             guard let waiter = waiters[position], answers[position] >= 0 else { continue }
             // Let go of it first: the caller, once resumed, then frees it on its own thread.

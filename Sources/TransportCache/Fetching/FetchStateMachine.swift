@@ -159,9 +159,9 @@ struct FetchStateMachine: Sendable {
             }
         }
         guard let completed = complete(fetchID, requestTime: reading.date) else { return .none }
-        var callers = CallerAnswers(completed.waiters, of: fetch, duration: duration)
+        let callers = CallerAnswers(completed.waiters, of: fetch, duration: duration)
         var launches: [Launch] = []
-        for group in facts.commitAndAnswer(fetched, of: fetch, to: &callers, at: reading, in: &self) {
+        for group in facts.commitAndAnswer(fetched, of: fetch, to: callers, at: reading, in: &self) {
             launches.append(launchable(restart(group, from: fetch, requestTime: reading.date), facts: facts))
         }
         // Made once the answer is stored: the refreshes' fetch is conditional on what it stored.
