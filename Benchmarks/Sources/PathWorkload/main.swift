@@ -24,6 +24,8 @@ import TransportCache
 //                                      hit-partitions: in a partition)
 //     PathWorkload dictionary 100000   100,000 Dictionary<String, Data> lookups, the same way
 //     PathWorkload hot-hit 100000      100,000 hits on one entry, as the benchmark (and hot-dictionary)
+//     PathWorkload hit-from 20000      20,000 hits through data(from:) over the 1,000 entries in turn
+//                                      (and hot-hit-from: one entry again and again)
 //     PathWorkload miss 2000           2,000 misses, each a new URL
 //     PathWorkload plain-miss 2000     2,000 plain URLSession fetches, each a new URL
 //     PathWorkload miss-alternating 2000
@@ -36,28 +38,50 @@ import TransportCache
 //     PathWorkload coalesce 10000 5    5 rounds of 10,000 callers sharing one 50 ms fetch (and
 //                                      coalesce-warm: one transport for all rounds)
 //     PathWorkload floor 10000 5       5 rounds of 10,000 tasks on bare continuations (50 ms)
+//                                      The rounds' origin latency is COALESCE_DELAY milliseconds
+//                                      (default 50); both print the median round beside the total.
 //
 // Everything runs in a detached task, off the main actor, as in the benchmarks, and prints the
 // time of the measured part. Under `valgrind --tool=callgrind --collect-atstart=no`, `hit` and
 // `dictionary` count only their measured loop (see `scripts/hit-instructions.sh`); for the other
 // modes, compare two counts: their setup does not depend on the count.
 
+let coalesceDelay = Int(ProcessInfo.processInfo.environment["COALESCE_DELAY"] ?? "50")!
 let arguments = CommandLine.arguments.dropFirst()
 guard let mode = arguments.first, let count = arguments.dropFirst().first.flatMap(Int.init) else {
     FileHandle.standardError.write(
         Data(
-            "usage: PathWorkload hit|hit-listening|hit-adapter|hit-keyed-adapter|hit-keyed-header|hit-accounts|hit-authenticator|hit-partitions|dictionary|hot-hit|hot-dictionary|miss|plain-miss|miss-alternating|slow-miss|plain-slow-miss|coalesce|coalesce-warm|floor COUNT [ROUNDS]\n"
+            "usage: PathWorkload hit|hit-listening|hit-adapter|hit-keyed-adapter|hit-keyed-header|hit-accounts|hit-authenticator|hit-partitions|hit-from|hot-hit-from|dictionary|hot-hit|hot-dictionary|miss|plain-miss|miss-alternating|slow-miss|plain-slow-miss|coalesce|coalesce-warm|floor COUNT [ROUNDS]\n"
                 .utf8))
     exit(2)
 }
 let rounds = arguments.dropFirst(2).first.flatMap(Int.init) ?? 1
 
+/// What a hit is asked with: a request (`data(for:)`) or a URL (`data(from:)`, which makes one).
+protocol Asked {
+    func asked(of transport: CachedTransport) async throws -> (Data, URLResponse)
+}
+
+extension URLRequest: Asked {
+    @inline(__always)
+    func asked(of transport: CachedTransport) async throws -> (Data, URLResponse) {
+        try await transport.data(for: self)
+    }
+}
+
+extension URL: Asked {
+    @inline(__always)
+    func asked(of transport: CachedTransport) async throws -> (Data, URLResponse) {
+        try await transport.data(from: self)
+    }
+}
+
 @inline(never)
-func hits(_ transport: CachedTransport, _ requests: [URLRequest], count: Int) async throws {
+func hits(_ transport: CachedTransport, _ asked: [some Asked], count: Int) async throws {
     // A first round resolves symbols and fills caches, so the counted ones are all alike.
-    for request in requests { blackHole(try await transport.data(for: request)) }
+    for one in asked { blackHole(try await one.asked(of: transport)) }
     callgrind_toggle_collect()
-    for index in 0..<count { blackHole(try await transport.data(for: requests[index % requests.count])) }
+    for index in 0..<count { blackHole(try await asked[index % asked.count].asked(of: transport)) }
     callgrind_toggle_collect()
 }
 
@@ -121,6 +145,8 @@ func run() async throws {
     let origin = try await LoopbackOrigin.start()
     let clock = ContinuousClock()
     var elapsed = Duration.zero
+    // Each round's time, where a mode has rounds: the median is printed beside the total.
+    var roundTimes: [Duration] = []
     switch mode {
     case "hit", "hit-listening", "hit-adapter", "hit-keyed-adapter", "hit-keyed-header", "hit-accounts",
         "hit-authenticator", "hit-partitions":
@@ -157,6 +183,15 @@ func run() async throws {
         try await prime(transport, with: all)
         await origin.stop()
         elapsed = try await clock.measure { try await hits(transport, [all[7]], count: count) }
+    case "hit-from", "hot-hit-from":
+        // Hits through data(from:), which makes the request: over the 1,000 stored URLs in turn,
+        // or one of them again and again.
+        let transport = CachedTransport()
+        let all = requests(on: origin, count: 1_000)
+        try await prime(transport, with: all)
+        await origin.stop()
+        let urls = mode == "hit-from" ? all.map { $0.url! } : [all[7].url!]
+        elapsed = try await clock.measure { try await hits(transport, urls, count: count) }
     case "hot-dictionary":
         let keys = requests(on: origin, count: 1_000).map { $0.url!.absoluteString }
         let table = Dictionary(uniqueKeysWithValues: keys.map { ($0, Data(count: 64)) })
@@ -244,10 +279,12 @@ func run() async throws {
         if mode == "coalesce-warm" { _ = try await warm.data(for: URLRequest(url: origin.url("/coalesce?run=warm"))) }
         for round in 0..<rounds {
             let transport = mode == "coalesce-warm" ? warm : CachedTransport()
-            let url = URL(string: originBase(origin) + "/coalesce?delay=50&run=\(round)")!
-            elapsed += try await clock.measure {
+            let url = URL(string: originBase(origin) + "/coalesce?delay=\(coalesceDelay)&run=\(round)")!
+            let round = try await clock.measure {
                 try await concurrently(count) { _ = try await transport.data(from: url) }
             }
+            elapsed += round
+            roundTimes.append(round)
         }
     case "invalidations":
         try await invalidationsWhileHitting(count: count)
@@ -262,20 +299,23 @@ func run() async throws {
         try await timeUntilFreed(count: count)
     case "floor":
         for _ in 0..<rounds {
-            elapsed += try await clock.measure {
+            let round = try await clock.measure {
                 let gate = ContinuationGate()
                 let opener = Task.detached {
-                    try await Task.sleep(for: .milliseconds(50))
+                    try await Task.sleep(for: .milliseconds(coalesceDelay))
                     gate.open()
                 }
                 try await concurrently(count) { await gate.pass() }
                 try await opener.value
             }
+            elapsed += round
+            roundTimes.append(round)
         }
     default:
         FileHandle.standardError.write(Data("unknown mode \(mode)\n".utf8))
         exit(2)
     }
     if !mode.hasSuffix("hit") && !mode.hasSuffix("dictionary") { await origin.stop() }
-    FileHandle.standardError.write(Data("\(mode) \(count) x \(rounds): \(elapsed)\n".utf8))
+    let median = roundTimes.isEmpty ? "" : ", median round \(roundTimes.sorted()[roundTimes.count / 2])"
+    FileHandle.standardError.write(Data("\(mode) \(count) x \(rounds): \(elapsed)\(median)\n".utf8))
 }
