@@ -58,7 +58,7 @@ open class CacheOverrideURLProtocol: URLProtocol {
 
     /// The session that performs intercepted requests when the protocol is installed on its own,
     /// and those of every transport with the default session configuration. Never invalidated.
-    static let sharedInnerSession = URLSession(configuration: innerConfiguration(from: .ephemeral))
+    static let sharedInnerSession = NetworkQueues.session(innerConfiguration(from: .ephemeral))
 
     /// A configuration for an inner session: no cache, no cookies, and not this protocol.
     static func innerConfiguration(from base: URLSessionConfiguration) -> URLSessionConfiguration {
@@ -150,9 +150,10 @@ open class CacheOverrideURLProtocol: URLProtocol {
         }
         let outgoing = innerRequest()
         // Creating or resuming a task inside `startLoading()` waits on the session's work queue,
-        // which is the queue this runs on: hop off it first.
+        // which is the queue this runs on: hop off it first, to a queue of its own (see
+        // ``NetworkQueues``).
         let instance = Unshared(self)
-        DispatchQueue.global().async {
+        NetworkQueues.serial("TransportCache.CacheOverrideURLProtocol.fetch").async {
             var outgoing = outgoing
             if outgoing.httpBody == nil, let stream = outgoing.httpBodyStream {
                 // corelibs' URLSession sends an empty body for a data task's body stream; read it

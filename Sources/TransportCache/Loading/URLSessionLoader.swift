@@ -50,14 +50,14 @@ final class URLSessionLoader: NetworkLoading {
             let inner =
                 sharesInnerSession
                 ? CacheOverrideURLProtocol.sharedInnerSession
-                : URLSession(configuration: configuration, delegate: sessionDelegate, delegateQueue: nil)
+                : NetworkQueues.session(configuration, delegate: sessionDelegate)
             let route = TransportOverrideURLProtocol.Route(session: inner, metrics: metrics)
             overrideRoute = (TransportOverrideURLProtocol.register(route), route)
             configuration.protocolClasses = [TransportOverrideURLProtocol.self] + (configuration.protocolClasses ?? [])
-            session = URLSession(configuration: configuration)
+            session = NetworkQueues.session(configuration)
         } else {
             overrideRoute = nil
-            session = URLSession(configuration: configuration, delegate: sessionDelegate, delegateQueue: nil)
+            session = NetworkQueues.session(configuration, delegate: sessionDelegate)
         }
         routeValue = overrideRoute.map { String($0.id) }
     }
