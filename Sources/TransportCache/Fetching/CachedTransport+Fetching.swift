@@ -10,12 +10,16 @@ extension CachedTransport {
     /// caller on an actor (the main actor, for an app's view model) hands the sending to another
     /// task, as URLSession's own `data(for:)` leaves the caller's actor, and the answer still
     /// resumes the caller on its actor with no hop between.
-    nonisolated(nonsending) func fetch(_ plan: FetchPlan) async throws -> (Data, URLResponse) {
+    nonisolated(nonsending) func fetch(_ plan: consuming FetchPlan) async throws -> (Data, URLResponse) {
         let waiter = Waiter(request: plan.request, reason: plan.reason, priority: .current)
         // Read into a constant first: `#isolation != nil` as one expression crashes Swift 6.3.1's
         // debug code generation here.
         let callerIsolation = #isolation
         let callerHasActor = callerIsolation != nil
+        // Handed to the arrival, and let go of there: a caller that joins a fetch frees its plan
+        // before it suspends, not on the way out once answered, when ten thousand such callers
+        // run at once.
+        var unarrived = Optional(plan)
         return try await withTaskCancellationHandler {
             // Unsafe rather than checked: the checked kind allocates a guard object per caller, and
             // each waiter is resumed exactly once by construction (see `Waiter.continuation`).
@@ -23,7 +27,7 @@ extension CachedTransport {
                 // Set before the waiter is attached (under the lock below), so whoever detaches it
                 // finds it.
                 waiter.continuation = continuation
-                arrive(plan, waiter: waiter, launchingOffCaller: callerHasActor)
+                arrive(unarrived.take()!, waiter: waiter, launchingOffCaller: callerHasActor)
             }
         } onCancel: {
             cancelWaiter(waiter)

@@ -267,7 +267,7 @@ public actor CachedTransport {
             if answer.isObserved { reporter.answered(request.url, answer.response) }
             return answered(answer, to: request, headers: headers)
         }
-        return try await perform(plan, of: headers?.applied(to: request) ?? request)
+        return try await perform(consume plan, of: headers?.applied(to: request) ?? request)
     }
 
     /// `request` as every call that takes a request or makes a key sees it: the one boundary
@@ -371,7 +371,9 @@ public actor CachedTransport {
 
     /// Carries out `plan` for `request`: the one place each kind of plan is performed, and its
     /// answer or failure reported to ``events()``.
-    nonisolated(nonsending) func perform(_ plan: Plan, of request: URLRequest) async throws -> (Data, URLResponse) {
+    nonisolated(nonsending) func perform(_ plan: consuming Plan, of request: URLRequest) async throws -> (
+        Data, URLResponse
+    ) {
         // Whether anyone listens, when the plan already read it: ten thousand coalesced callers
         // then take no lock to find out that nobody does.
         let isObserved: Bool? =
@@ -383,7 +385,9 @@ public actor CachedTransport {
             }
         do {
             let answer: (Data, URLResponse)
-            switch plan {
+            // Consumed: a fetch's plan goes on to the arrival, which lets go of it before the
+            // caller suspends (see ``fetch(_:)``).
+            switch consume plan {
             case .memory(let memory):
                 answer = answered(memory, to: request)
             case .conditional(let conditional):
