@@ -18,15 +18,44 @@ import TransportCache
 /// were queued behind them started only once they had all arrived, and its answer came that much
 /// later. Here the pool's threads spin, runnable, so that no thread is added to the pool, while the
 /// fetch is started and awaited from one of them without a suspension.
-@Suite("A fetch needs no thread of the concurrency pool")
+/// Its cases run one at a time: two at once would spin each other's threads.
+@Suite("A fetch needs no thread of the concurrency pool", .serialized)
 struct BusyPoolEndToEndTests {
-    @Test("a prefetch reaches the origin and stores its answer while every thread of the pool spins")
-    func completesWhileThePoolIsBusy() async throws {
+    /// Every way the transport makes its sessions.
+    enum Sessions: String, CaseIterable, CustomTestStringConvertible {
+        case sharedInnerSession = "header override, shared inner session"
+        case ownInnerSession = "header override, its own session configuration"
+        case delegateWithOverride = "header override, the app's session delegate"
+        case delegateWithoutOverride = "no header override, the app's session delegate"
+        case withoutOverride = "no header override"
+
+        var testDescription: String { rawValue }
+
+        func transport() -> CachedTransport {
+            var configuration = CachedTransport.Configuration()
+            if self == .delegateWithoutOverride || self == .withoutOverride {
+                configuration.network.cacheOverride = nil
+            }
+            switch self {
+            case .sharedInnerSession, .withoutOverride:
+                return CachedTransport(configuration: configuration)
+            case .ownInnerSession:
+                return CachedTransport(configuration: configuration, sessionConfiguration: .ephemeral)
+            case .delegateWithOverride, .delegateWithoutOverride:
+                return CachedTransport(configuration: configuration, sessionDelegate: AppDelegate())
+            }
+        }
+    }
+
+    @Test(
+        "a prefetch reaches the origin and stores its answer while every thread of the pool spins",
+        arguments: Sessions.allCases)
+    func completesWhileThePoolIsBusy(sessions: Sessions) async throws {
         // An origin served from a thread of its own: the loopback origin's handlers are tasks, which
         // the spinning pool would hold back.
         let origin = try ThreadOrigin()
         defer { origin.stop() }
-        let transport = CachedTransport()
+        let transport = sessions.transport()
         // Warm: every lazily made session exists before the pool is taken.
         _ = try await transport.data(from: origin.url("/warm"))
         let url = origin.url("/busy-pool")
@@ -74,8 +103,8 @@ struct BusyPoolEndToEndTests {
     }
 }
 
-/// An HTTP/1.1 origin on 127.0.0.1 that answers every request with its path, marked
-/// `Cache-Control: no-cache`, from a thread of its own, one connection at a time.
+/// An HTTP/1.1 origin on 127.0.0.1 that answers every request with its path, fresh for ten
+/// minutes, from a thread of its own, one connection at a time.
 final class ThreadOrigin: Sendable {
     private let listener: Int32
     let port: Int
@@ -131,7 +160,7 @@ final class ThreadOrigin: Sendable {
             let path = line.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
             served.add(1, ordering: .relaxed)
             let answer = Array(
-                ("HTTP/1.1 200 OK\r\nContent-Length: \(path.utf8.count)\r\nCache-Control: no-cache\r\n"
+                ("HTTP/1.1 200 OK\r\nContent-Length: \(path.utf8.count)\r\nCache-Control: max-age=600\r\n"
                     + "Connection: close\r\n\r\n\(path)").utf8)
             _ = answer.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
             close(connection)
