@@ -33,12 +33,13 @@ private func stop() async throws {
     origin.clear()
 }
 
-/// Starts `count` identical requests at once with `load` and waits for all of them.
+/// Starts `count` identical requests at once with `load` and waits for all of them, at
+/// ``poolWorkPriority``: on a pool none of whose threads the harness holds.
 private func concurrently(
     _ count: Int,
     _ load: @escaping @Sendable () async throws -> Void
 ) async throws {
-    try await Task.detached {
+    try await Task.detached(priority: poolWorkPriority) {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<count { group.addTask { try await load() } }
             try await group.waitForAll()
@@ -73,7 +74,8 @@ let benchmarks: @Sendable () -> Void = {
 
     // The floor: the same number of tasks, each parked on a bare continuation and resumed 50 ms
     // after the start, as an origin of that latency would answer them. No transport is faster
-    // than the runtime's own suspend and resume.
+    // than the runtime's own suspend and resume. Its opener wakes at the callers' priority, as the
+    // transport's answer resumes them at theirs.
     for size in sizes {
         Benchmark(
             "Coalescing: \(size) tasks on bare continuations resumed after 50 ms (runtime floor)",
@@ -85,7 +87,7 @@ let benchmarks: @Sendable () -> Void = {
         ) { benchmark in
             let gate = ContinuationGate()
             benchmark.startMeasurement()
-            let opener = Task.detached {
+            let opener = Task.detached(priority: poolWorkPriority) {
                 try await Task.sleep(for: .milliseconds(originLatencyMilliseconds))
                 gate.open()
             }

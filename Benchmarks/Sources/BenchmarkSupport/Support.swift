@@ -9,6 +9,16 @@ import TransportCache
 /// built and exercised without a full measurement.
 public let isSmokeRun = ProcessInfo.processInfo.environment["BENCHMARK_SMOKE"] != nil
 
+/// The priority at which a benchmark runs work spread over the concurrency pool, and the floor it
+/// is compared with.
+///
+/// The harness runs an async benchmark from a worker of the default-priority pool and blocks that
+/// worker on a semaphore until the iteration ends (`Benchmark.runAsync`). On Linux that pool has
+/// one worker a core and no replacement for a blocked one, so on two cores every default-priority
+/// task of the benchmark ran on one thread. The user-initiated pool, at which a screen's requests
+/// run, has none of its workers blocked.
+public let poolWorkPriority = TaskPriority.userInitiated
+
 /// A value set by a benchmark's setup and read by its iterations.
 public final class Shared<Value>: @unchecked Sendable {
     // `@unchecked`: every access goes through `lock`.
