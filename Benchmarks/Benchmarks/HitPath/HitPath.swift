@@ -213,7 +213,7 @@ let benchmarks: @Sendable () -> Void = {
         let requests = hotRequests.value
         let transport = transport.value
         benchmark.startMeasurement()
-        try await Task.detached {
+        try await Task.detached(priority: poolWorkPriority) {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for task in 0..<64 {
                     group.addTask {
