@@ -41,6 +41,10 @@ struct SignOutDuringRefreshEndToEndTests {
         }
         let end = try await ending(within: .seconds(30)) { await caller.value }?.get()
         await origin.openGate()
+        // The refresh runs on to its end, the app's own task, which nothing cancels. Waited for
+        // here: left running, the next round's closed gate would hold its request again, and the
+        // session would queue the next round's refresh behind it until its 60-second timeout.
+        await tokens.waitUntilIdle()
         return end
     }
 
