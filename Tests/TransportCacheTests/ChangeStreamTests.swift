@@ -94,6 +94,32 @@ struct ChangeStreamTests {
         #expect(heard == 1_000)
     }
 
+    @Test("streams that end in any order leave every other stream hearing each change once", arguments: 0..<8)
+    func streamsEndingInAnyOrder(seed: UInt64) async throws {
+        var random = SeededGenerator(seed: seed)
+        let transport = makeTransport(loader: echoOrigin())
+        var streams: [AsyncStream<CacheChange>?] = []
+        for round in 0..<4 {
+            streams += (0..<Int.random(in: 1...60, using: &random)).map { _ in transport.changes() }
+            // Dropped one at a time, in no order: each leaves as its last reference goes.
+            for index in streams.indices.shuffled(using: &random).prefix(Int.random(in: 0...streams.count, using: &random)) {
+                streams[index] = nil
+            }
+            let listening = streams.compactMap { $0 }
+            #expect(transport.statistics.subscribers == listening.count)
+            let changed = URL(string: "\(url)?round=\(round)")!
+            _ = try await transport.data(for: request(changed.absoluteString))
+            transport.invalidate(request(changed.absoluteString))
+            for stream in listening {
+                var iterator = stream.makeAsyncIterator()
+                #expect(await iterator.next() == .updated(changed))
+                #expect(await iterator.next() == .invalidated(urls: [changed], endpoint: nil))
+            }
+        }
+        streams.removeAll()
+        #expect(transport.statistics.subscribers == 0)
+    }
+
     @Test("updated is announced only when the bytes changed")
     func updatedOnlyOnChange() async throws {
         let version = Locked(1)
