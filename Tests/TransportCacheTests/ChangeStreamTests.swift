@@ -102,9 +102,8 @@ struct ChangeStreamTests {
         for round in 0..<4 {
             streams += (0..<Int.random(in: 1...60, using: &random)).map { _ in transport.changes() }
             // Dropped one at a time, in no order: each leaves as its last reference goes.
-            for index in streams.indices.shuffled(using: &random).prefix(Int.random(in: 0...streams.count, using: &random)) {
-                streams[index] = nil
-            }
+            let dropped = Int.random(in: 0...streams.count, using: &random)
+            for index in streams.indices.shuffled(using: &random).prefix(dropped) { streams[index] = nil }
             let listening = streams.compactMap { $0 }
             #expect(transport.statistics.subscribers == listening.count)
             let changed = URL(string: "\(url)?round=\(round)")!
