@@ -22,6 +22,8 @@ import TransportCache
 //     PathWorkload hit-authenticator 100000
 //                                      the same with a bearer token's credentials (and
 //                                      hit-partitions: in a partition)
+//     PathWorkload hit-stale 100000    the same, each entry stale within its stale-while-revalidate
+//                                      window and its background revalidation held at the origin
 //     PathWorkload dictionary 100000   100,000 Dictionary<String, Data> lookups, the same way
 //     PathWorkload hot-hit 100000      100,000 hits on one entry, as the benchmark (and hot-dictionary)
 //     PathWorkload hit-from 20000      20,000 hits through data(from:) over the 1,000 entries in turn
@@ -51,7 +53,7 @@ let arguments = CommandLine.arguments.dropFirst()
 guard let mode = arguments.first, let count = arguments.dropFirst().first.flatMap(Int.init) else {
     FileHandle.standardError.write(
         Data(
-            "usage: PathWorkload hit|hit-listening|hit-adapter|hit-keyed-adapter|hit-keyed-header|hit-accounts|hit-authenticator|hit-partitions|hit-from|hot-hit-from|dictionary|hot-hit|hot-dictionary|miss|plain-miss|miss-alternating|slow-miss|plain-slow-miss|coalesce|coalesce-warm|floor COUNT [ROUNDS]\n"
+            "usage: PathWorkload hit|hit-listening|hit-adapter|hit-keyed-adapter|hit-keyed-header|hit-accounts|hit-authenticator|hit-partitions|hit-stale|hit-from|hot-hit-from|dictionary|hot-hit|hot-dictionary|miss|plain-miss|miss-alternating|slow-miss|plain-slow-miss|coalesce|coalesce-warm|floor COUNT [ROUNDS]\n"
                 .utf8))
     exit(2)
 }
@@ -176,6 +178,20 @@ func run() async throws {
         let listener = events.map { events in Task.detached { for await event in events { blackHole(event) } } }
         elapsed = try await clock.measure { try await hits(transport, all, count: count) }
         listener?.cancel()
+    case "hit-stale":
+        // As the Revalidation suite's stale window, over the 1,000 entries in turn: every answer is
+        // stale within the window while its entry's background revalidation is in flight, held at
+        // the origin's gate (started by the first round of `hits`, which is not counted).
+        var configuration = CachedTransport.Configuration()
+        configuration.freshness.maximumAge = .nanoseconds(1)
+        configuration.freshness.staleWhileRevalidate = .seconds(3_600)
+        let transport = CachedTransport(configuration: configuration)
+        var all = requests(on: origin, count: 1_000)
+        try await prime(transport, with: all)
+        await origin.closeGate()
+        for index in all.indices { all[index].setValue("gate=1", forHTTPHeaderField: "X-Origin-Query") }
+        elapsed = try await clock.measure { try await hits(transport, all, count: count) }
+        await origin.openGate()
     case "hot-hit":
         // As in the benchmark: one of 1,000 stored entries asked for again and again.
         let transport = CachedTransport()
