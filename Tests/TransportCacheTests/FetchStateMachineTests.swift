@@ -82,7 +82,7 @@ final class FetchStateMachineTests {
     /// Starts a fetch for `waiter`, its time read: the arrival without the time asks for it first.
     func start(_ waiter: Waiter?) -> Launch {
         let plan = Self.plan(reason: waiter == nil ? .backgroundRevalidation : .noEntry)
-        guard case .needsClock = machine.arrive(plan, waiter: waiter, at: nil, facts: facts) else {
+        guard case .needsClock = machine.arrive(plan, waiter: waiter) else {
             Issue.record("an arrival that cannot join decides only with the time")
             return Launch(
                 id: 0, request: plan.request, reason: plan.reason, isConditional: false, key: plan.key,
@@ -102,14 +102,14 @@ final class FetchStateMachineTests {
         let first = Self.waiter()
         let launch = start(first)
         #expect(!launch.isConditional && launch.stage == 1)
-        guard case .joined = machine.arrive(Self.plan(), waiter: Self.waiter(), at: nil, facts: facts) else {
+        guard case .joined = machine.arrive(Self.plan(), waiter: Self.waiter()) else {
             Issue.record("a fetch of the key is in flight: the second caller joins it")
             return
         }
         let cancelled = Self.waiter()
         guard
             case .end(let ended, .cancelled, let loads, let launches) =
-                machine.arrive(Self.plan(), waiter: cancelled, cancelled: true, at: nil, facts: facts)
+                machine.arrive(Self.plan(), waiter: cancelled, cancelled: true)
         else {
             Issue.record("a cancelled caller ends at once")
             return
@@ -238,7 +238,7 @@ final class FetchStateMachineTests {
         let starter = Self.waiter()
         let other = Self.waiter()
         let launch = start(starter)
-        guard case .joined = machine.arrive(Self.plan(), waiter: other, at: nil, facts: facts) else {
+        guard case .joined = machine.arrive(Self.plan(), waiter: other) else {
             Issue.record("the second caller joins the fetch in flight")
             return
         }
@@ -254,7 +254,7 @@ final class FetchStateMachineTests {
         #expect(machine.fetches.count == 1 && machine.waiterCount == 1 && machine.joinable.isEmpty)
         #expect(other.fetchID == launches.first?.id)
         // A caller arriving now joins none: the restarted fetch serves one representation only.
-        guard case .needsClock = machine.arrive(Self.plan(), waiter: Self.waiter(), at: nil, facts: facts) else {
+        guard case .needsClock = machine.arrive(Self.plan(), waiter: Self.waiter()) else {
             Issue.record("a fetch of one representation among several is joined by no later request")
             return
         }
@@ -307,7 +307,7 @@ final class FetchStateMachineTests {
         let first = Self.waiter()
         let launch = start(first)
         let second = Self.waiter()
-        _ = machine.arrive(Self.plan(), waiter: second, at: nil, facts: facts)
+        _ = machine.arrive(Self.plan(), waiter: second)
         _ = machine.loadStarted(InertLoad(), for: launch.id, stage: launch.stage)
         guard case .end(let ended, .signedOut, let loads, let launches) = machine.abandon(where: { _ in true }) else {
             Issue.record("abandoned callers end signed out")
@@ -326,4 +326,11 @@ final class FetchStateMachineTests {
 /// A load that does nothing: what the machine records and hands back to cancel.
 private final class InertLoad: NetworkLoad, Sendable {
     func cancel() {}
+}
+
+extension FetchStateMachine {
+    /// The first step of `plan`'s arrival, which needs no clock, as the transport takes it.
+    fileprivate mutating func arrive(_ plan: FetchPlan, waiter: Waiter?, cancelled: Bool = false) -> FetchAction {
+        arrive(plan.key, sharing: plan.sharing, waiter: waiter, cancelled: cancelled)
+    }
 }

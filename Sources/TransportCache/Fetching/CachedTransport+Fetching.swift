@@ -34,12 +34,28 @@ extension CachedTransport {
         }
     }
 
-    /// Starts `plan`, a background revalidation (see ``RequestPlanner/backgroundRevalidation(of:for:)``),
-    /// with no caller waiting: it joins a fetch of the key in flight by the rule every plan follows,
-    /// and then sends nothing. An entry under a pending optimistic update is revalidated once at
-    /// most: the answer goes under the update and leaves the visible entry as stale as it was.
-    nonisolated func revalidateInBackground(_ plan: FetchPlan) {
-        perform(arriving { $1.arrive(plan, waiter: nil, at: $0, facts: self) })
+    /// Starts the background revalidation of the entry that `answer` gave `request` from within
+    /// its stale-while-revalidate window, with no caller waiting: it joins a fetch of the key in
+    /// flight by the rule every plan follows, and then sends nothing. An entry under a pending
+    /// optimistic update is revalidated once at most: the answer goes under the update and leaves
+    /// the visible entry as stale as it was.
+    ///
+    /// Its plan (``RequestPlanner/backgroundRevalidation(of:for:)``: the request's fields, its
+    /// URL's settings) is made on the arrival's second step only, when nothing in flight took it:
+    /// a screen answered while its entry's revalidation is in flight reads neither, which cost
+    /// such an answer 1,100 of its 5,250 instructions. Kept out of line: inlined, it made
+    /// ``answered(_:to:headers:)`` too large to be inlined into the hit, which then paid a call, a
+    /// retain and a release (79 instructions a hit, 2.3 %).
+    @inline(never)
+    nonisolated func revalidateInBackground(_ answer: MemoryAnswer, of request: URLRequest) {
+        let key = answer.entry.key
+        perform(
+            arriving {
+                $0.arrive(key, sharing: Plan.FetchReason.backgroundRevalidation.sharing, waiter: nil, cancelled: false)
+            } then: { reading, machine in
+                machine.arrive(
+                    planner.backgroundRevalidation(of: answer, for: request), waiter: nil, at: reading, facts: self)
+            })
     }
 
     /// Starts `plan` for `waiter`, a suspended caller or a prefetch's (which answers its
@@ -55,10 +71,12 @@ extension CachedTransport {
         // A caller's cancellation is checked under the lock that `cancelWaiter` takes: it either
         // happened before (and is seen here) or finds the waiter registered. A prefetch is
         // cancelled through its handle, not its task.
+        let cancelled = { waiter.reads && Task.isCancelled }
         perform(
-            arriving { reading, machine in
-                machine.arrive(
-                    plan, waiter: waiter, cancelled: waiter.reads && Task.isCancelled, at: reading, facts: self)
+            arriving {
+                $0.arrive(plan.key, sharing: plan.sharing, waiter: waiter, cancelled: cancelled())
+            } then: { reading, machine in
+                machine.arrive(plan, waiter: waiter, cancelled: cancelled(), at: reading, facts: self)
             }, launchingOffCaller: launchingOffCaller)
     }
 
@@ -73,21 +91,22 @@ extension CachedTransport {
         return result
     }
 
-    /// Runs `arrive` on the fetches in flight (``changingFetches(_:)``) without the time, which a
-    /// join does not need; when it needs it (``FetchAction/needsClock``), reads the clock with the
-    /// lock released, and runs it again with that reading: the app's clock is never read under the
-    /// lock. The first run, and only it, gets nil: what an arrival does once (a background
-    /// revalidation's claim) it does on nil.
+    /// Runs an arrival's first step, `first`, on the fetches in flight (``changingFetches(_:)``)
+    /// without the time, which a join does not need; when it needs it (``FetchAction/needsClock``),
+    /// reads the clock with the lock released, and runs the second step, `then`, with that
+    /// reading: the app's clock is never read under the lock. What an arrival does once (a
+    /// background revalidation's claim) its first step does.
     @inline(__always)
     private nonisolated func arriving(
-        _ arrive: (ClockReading?, inout FetchStateMachine) -> FetchAction
+        _ first: (inout FetchStateMachine) -> FetchAction,
+        then: (ClockReading, inout FetchStateMachine) -> FetchAction
     ) -> FetchAction {
-        let arrival = changingFetches { arrive(nil, &$0) }
+        let arrival = changingFetches { first(&$0) }
         // Consumed, not matched in place: matching an action in place copies it.
         switch consume arrival {
         case .needsClock:
             let reading = planner.policy.clock.reading
-            return changingFetches { arrive(reading, &$0) }
+            return changingFetches { then(reading, &$0) }
         case let decided:
             return decided
         }

@@ -49,20 +49,17 @@ struct FetchStateMachine: Sendable {
 
     // MARK: - Decisions
 
-    /// A plan arrives with `waiter` (nil for a background revalidation): it joins the fetch in
-    /// flight its sharing allows, else takes an answer stored meanwhile when it may, else starts a
-    /// fetch; the last two only at `reading` (nil until the clock is read: then it ends with
-    /// ``FetchAction/needsClock``, and arrives again with the time). A cancelled caller joins
-    /// nothing. A background revalidation of a key under pending optimistic updates is claimed
-    /// once, on the first arrival (see ``OptimisticLayers/claimBackgroundRevalidation(of:)``).
+    /// A plan arrives with `waiter` (nil for a background revalidation), after its first step
+    /// (``arrive(_:sharing:waiter:cancelled:)``) ended with ``FetchAction/needsClock`` and the
+    /// clock was read (`reading`): it joins the fetch in flight its sharing allows, as the first
+    /// step does, since one may have started meanwhile; else takes an answer stored meanwhile
+    /// when it may; else starts a fetch. A cancelled caller joins nothing.
     mutating func arrive(
-        _ plan: FetchPlan, waiter: Waiter?, cancelled: Bool = false, at reading: ClockReading?,
+        _ plan: FetchPlan, waiter: Waiter?, cancelled: Bool = false, at reading: ClockReading,
         facts: some FetchFacts
     ) -> FetchAction {
         if let waiter, cancelled { return .end([waiter], because: .cancelled, cancelling: [], then: []) }
-        if waiter == nil, reading == nil, !optimistic.claimBackgroundRevalidation(of: plan.key) { return .none }
         if let watchers = join(waiter, key: plan.key, sharing: plan.sharing) { return .joined(watchers) }
-        guard let reading else { return .needsClock }
         if plan.mayTakeStoredAnswer,
             let stored = facts.storedAnswer(for: plan, reads: waiter?.reads ?? true, at: reading.now)
         {
@@ -74,6 +71,20 @@ struct FetchStateMachine: Sendable {
             requestTime: reading.date, settings: plan.settings, starter: waiter,
             bypassesPreparation: facts.startsInsideRefresh)
         return .launch(launchable(fetch, facts: facts))
+    }
+
+    /// The first step of an arrival for `key`, which needs no clock, and of the plan only its key
+    /// and `sharing`, so that a background revalidation's plan is made only once nothing in
+    /// flight takes it: a cancelled caller leaves; a background revalidation of a key under
+    /// pending optimistic updates is claimed, once, here (see
+    /// ``OptimisticLayers/claimBackgroundRevalidation(of:)``); the fetch in flight `sharing`
+    /// allows is joined; else the arrival needs the clock (``FetchAction/needsClock``), and goes
+    /// on with its plan (``arrive(_:waiter:cancelled:at:facts:)``).
+    mutating func arrive(_ key: CacheKey, sharing: FetchPlan.Sharing, waiter: Waiter?, cancelled: Bool) -> FetchAction {
+        if let waiter, cancelled { return .end([waiter], because: .cancelled, cancelling: [], then: []) }
+        if waiter == nil, !optimistic.claimBackgroundRevalidation(of: key) { return .none }
+        if let watchers = join(waiter, key: key, sharing: sharing) { return .joined(watchers) }
+        return .needsClock
     }
 
     /// Attaches `waiter` to the fetch in flight for `key` when `sharing` lets it share that one.

@@ -101,16 +101,7 @@ final class FetchPlan: Sendable {
         case sentAfterCall
     }
 
-    var sharing: Sharing {
-        switch reason {
-        // A revalidation asks the origin to confirm what is held: any fetch of the key in flight
-        // brings that answer too.
-        case .noEntry, .expired, .invalidated, .evicted, .noMatchingVariant, .revalidation, .backgroundRevalidation:
-            .any
-        case .reloadPolicy, .requestRevalidates: .reloads
-        case .refresh: .sentAfterCall
-        }
-    }
+    var sharing: Sharing { reason.sharing }
 
     /// Whether it revalidates a held entry (on request, or in the background).
     var isRevalidation: Bool { reason == .revalidation || reason == .backgroundRevalidation }
@@ -122,6 +113,20 @@ final class FetchPlan: Sendable {
     /// Whether a fetch it starts is a reload, which ``Sharing/reloads`` requests may share: it
     /// asks the origin now, whatever is stored.
     var isReload: Bool { sharing != .any || isRevalidation }
+}
+
+extension Plan.FetchReason {
+    /// Which fetch already in flight a plan fetching for this reason may share.
+    var sharing: FetchPlan.Sharing {
+        switch self {
+        // A revalidation asks the origin to confirm what is held: any fetch of the key in flight
+        // brings that answer too.
+        case .noEntry, .expired, .invalidated, .evicted, .noMatchingVariant, .revalidation, .backgroundRevalidation:
+            .any
+        case .reloadPolicy, .requestRevalidates: .reloads
+        case .refresh: .sentAfterCall
+        }
+    }
 }
 
 /// A request sent as it is.

@@ -360,15 +360,6 @@ public actor CachedTransport {
         return (answer.data, answer.response)
     }
 
-    /// Starts the background revalidation of the entry that `answer` gave `request` from within
-    /// its stale-while-revalidate window. Kept out of line: built inline, the revalidation's plan
-    /// made ``answered(_:to:)`` too large to be inlined into the hit, which then paid a call, a
-    /// retain and a release (79 instructions a hit, 2.3 %).
-    @inline(never)
-    private nonisolated func revalidateInBackground(_ answer: MemoryAnswer, of request: URLRequest) {
-        revalidateInBackground(planner.backgroundRevalidation(of: answer, for: request))
-    }
-
     /// Carries out `plan` for `request`: the one place each kind of plan is performed, and its
     /// answer or failure reported to ``events()``.
     nonisolated(nonsending) func perform(_ plan: consuming Plan, of request: URLRequest) async throws -> (
