@@ -180,6 +180,32 @@ struct StaleWhileRevalidateTests {
         #expect(try await !transport.data(for: request("https://api.example.com/other")).1.isStaleAnswer)
     }
 
+    @Test("a window given by the app's predicate is read with no lock held when the revalidation starts")
+    func predicateWindowRevalidation() async throws {
+        let loader = echoOrigin()
+        let clock = TestClock()
+        let asked = Locked(0)
+        let transport = makeTransport(loader: loader, clock: clock) {
+            $0.freshness.maximumAge = .seconds(60)
+            // Debug builds stop when a predicate is asked under one of the transport's locks.
+            $0.freshness.staleWhileRevalidateWindows = [
+                EndpointSetting(
+                    .matching { url in
+                        asked.withLock { $0 += 1 }
+                        return url.path.hasPrefix("/feed")
+                    }, .seconds(600))
+            ]
+        }
+        _ = try await transport.data(for: request(url))
+        clock.advance(by: .seconds(300))
+        let before = asked.withLock { $0 }
+        #expect(try await transport.data(for: request(url)).1.isRevalidatingAnswer)
+        await loader.waitForCalls(2)
+        #expect(asked.withLock { $0 } > before)
+        await loader.waitForDeliveredAnswers(2)
+        #expect(try await transport.data(for: request(url)).0.text.hasSuffix("call=2"))
+    }
+
     @Test("value(_:for:) in the window answers at once and revalidates in the background")
     func valuesInTheWindow() async throws {
         struct Payload: Decodable, Sendable { let call: Int }

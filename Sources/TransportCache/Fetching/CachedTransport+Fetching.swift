@@ -41,20 +41,21 @@ extension CachedTransport {
     /// the visible entry as stale as it was.
     ///
     /// Its plan (``RequestPlanner/backgroundRevalidation(of:for:)``: the request's fields, its
-    /// URL's settings) is made on the arrival's second step only, when nothing in flight took it:
-    /// a screen answered while its entry's revalidation is in flight reads neither, which cost
-    /// such an answer 1,100 of its 5,250 instructions. Kept out of line: inlined, it made
-    /// ``answered(_:to:headers:)`` too large to be inlined into the hit, which then paid a call, a
-    /// retain and a release (79 instructions a hit, 2.3 %).
+    /// URL's settings, which may ask the app's predicate) is made only when nothing in flight took
+    /// it, between the arrival's two steps, with no lock held: an answer given while its entry's
+    /// revalidation is in flight makes none, which cost such an answer 1,100 of its 5,250
+    /// instructions. Kept out of line: inlined, it made ``answered(_:to:headers:)`` too large to be
+    /// inlined into the hit, which then paid a call, a retain and a release.
     @inline(never)
     nonisolated func revalidateInBackground(_ answer: MemoryAnswer, of request: URLRequest) {
-        let key = answer.entry.key
+        let (key, sharing) = planner.backgroundRevalidationArrival(of: answer)
         perform(
             arriving {
-                $0.arrive(key, sharing: Plan.FetchReason.backgroundRevalidation.sharing, waiter: nil, cancelled: false)
-            } then: { reading, machine in
-                machine.arrive(
-                    planner.backgroundRevalidation(of: answer, for: request), waiter: nil, at: reading, facts: self)
+                $0.arrive(key, sharing: sharing, waiter: nil, cancelled: false)
+            } preparing: {
+                planner.backgroundRevalidation(of: answer, for: request)
+            } then: { plan, reading, machine in
+                machine.arrive(plan, waiter: nil, at: reading, facts: self)
             })
     }
 
@@ -71,11 +72,13 @@ extension CachedTransport {
         // A caller's cancellation is checked under the lock that `cancelWaiter` takes: it either
         // happened before (and is seen here) or finds the waiter registered. A prefetch is
         // cancelled through its handle, not its task.
-        let cancelled = { waiter.reads && Task.isCancelled }
+        func cancelled() -> Bool { waiter.reads && Task.isCancelled }
         perform(
             arriving {
                 $0.arrive(plan.key, sharing: plan.sharing, waiter: waiter, cancelled: cancelled())
-            } then: { reading, machine in
+            } preparing: {
+                plan
+            } then: { plan, reading, machine in
                 machine.arrive(plan, waiter: waiter, cancelled: cancelled(), at: reading, facts: self)
             }, launchingOffCaller: launchingOffCaller)
     }
@@ -92,21 +95,24 @@ extension CachedTransport {
     }
 
     /// Runs an arrival's first step, `first`, on the fetches in flight (``changingFetches(_:)``)
-    /// without the time, which a join does not need; when it needs it (``FetchAction/needsClock``),
-    /// reads the clock with the lock released, and runs the second step, `then`, with that
-    /// reading: the app's clock is never read under the lock. What an arrival does once (a
-    /// background revalidation's claim) its first step does.
+    /// without the time or the whole plan, which a join needs neither of; when it needs them
+    /// (``FetchAction/needsClock``), makes the plan (`preparing`) and reads the clock with the
+    /// lock released, and runs the second step, `then`, with both: neither the app's clock nor
+    /// a plan's reading of the app's settings ever runs under the lock. What an arrival does once
+    /// (a background revalidation's claim) its first step does.
     @inline(__always)
-    private nonisolated func arriving(
+    private nonisolated func arriving<Prepared>(
         _ first: (inout FetchStateMachine) -> FetchAction,
-        then: (ClockReading, inout FetchStateMachine) -> FetchAction
+        preparing prepare: () -> Prepared,
+        then: (Prepared, ClockReading, inout FetchStateMachine) -> FetchAction
     ) -> FetchAction {
         let arrival = changingFetches { first(&$0) }
         // Consumed, not matched in place: matching an action in place copies it.
         switch consume arrival {
         case .needsClock:
+            let prepared = prepare()
             let reading = planner.policy.clock.reading
-            return changingFetches { then(reading, &$0) }
+            return changingFetches { then(prepared, reading, &$0) }
         case let decided:
             return decided
         }

@@ -15,8 +15,9 @@ import FoundationNetworking
 enum FetchAction {
     /// Nothing: the event changed no caller and no load (or every caller had left).
     case none
-    /// An arrival that could not join decides only with the time: read the clock with no lock
-    /// held, and arrive again (see ``FetchStateMachine/arrive(_:waiter:cancelled:at:facts:)``).
+    /// An arrival that could not join decides only with the time and its whole plan: make the
+    /// plan and read the clock with no lock held, then take the arrival's second step (see
+    /// ``FetchStateMachine/arrive(_:waiter:cancelled:at:facts:)``).
     case needsClock
     /// A caller joined a fetch in flight: the tests watching the joins that it let through
     /// resume.

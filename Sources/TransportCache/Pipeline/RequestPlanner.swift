@@ -299,11 +299,20 @@ final class RequestPlanner: Sendable {
     /// The fetch that revalidates, in the background, the entry that `answer`, from within its
     /// stale-while-revalidate window, gave `request`.
     func backgroundRevalidation(of answer: MemoryAnswer, for request: URLRequest) -> FetchPlan {
-        FetchPlan(
-            request: request, key: answer.entry.key, fields: request.allHTTPHeaderFields,
-            reason: .backgroundRevalidation, acceptance: .transportRules, isObserved: false,
-            settings: policy.settings(for: request.url))
+        let (key, _) = backgroundRevalidationArrival(of: answer)
+        return FetchPlan(
+            request: request, key: key, fields: request.allHTTPHeaderFields, reason: Self.backgroundReason,
+            acceptance: .transportRules, isObserved: false, settings: policy.settings(for: request.url))
     }
+
+    /// What the first step of an arrival needs of ``backgroundRevalidation(of:for:)``'s plan,
+    /// without making it: its key and how it shares.
+    func backgroundRevalidationArrival(of answer: MemoryAnswer) -> (key: CacheKey, sharing: FetchPlan.Sharing) {
+        (answer.entry.key, Self.backgroundReason.sharing)
+    }
+
+    /// Why a background revalidation fetches: its plan's reason, and its arrival's sharing.
+    private static var backgroundReason: Plan.FetchReason { .backgroundRevalidation }
 
     /// The fetch that revalidates `entry` on request (``CachedTransport/revalidate(_:)``, a
     /// trigger, a poll): with the request that fetched it.
