@@ -127,6 +127,32 @@ struct LocalWriteTests {
         #expect(origin.callCount == 1)
     }
 
+    @Test("while an update is pending, reads within the stale-while-revalidate window start one revalidation at most")
+    func oneBackgroundRevalidationUnderAnUpdate() async throws {
+        let body = Locked("[\"a\"]")
+        let origin = Self.listOrigin(body)
+        let clock = TestClock()
+        let transport = makeTransport(loader: origin, clock: clock) {
+            $0.freshness.maximumAge = .seconds(60)
+            $0.freshness.staleWhileRevalidate = .seconds(600)
+        }
+        _ = try await transport.data(for: list)
+        try await transport.optimisticUpdate(
+            [ProvisionalAnswer(for: list, value: ["a", "b?"])],
+            write: { () async throws -> Void in
+                clock.advance(by: .seconds(120))
+                for _ in 0..<3 {
+                    let (data, response) = try await transport.data(for: list)
+                    #expect(data.text == "[\"a\",\"b?\"]" && response.isStaleAnswer)
+                    // The one revalidation has ended before the next read: a later one would
+                    // start rather than join it.
+                    await origin.waitForDeliveredAnswers(2)
+                    #expect(transport.pendingWork.fetches == 0)
+                }
+                #expect(origin.callCount == 2)
+            })
+    }
+
     @Test("without a confirmed answer, the key is refetched and the provisional answer shows until it arrives")
     func refetched() async throws {
         let body = Locked("[\"a\"]")

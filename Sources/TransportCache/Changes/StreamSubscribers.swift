@@ -37,9 +37,10 @@ final class StreamSubscribers<Sink: StreamSink, Filter: Sendable>: Sendable {
         }
 
         /// Whether the stream `id` was registered until now. The last stream takes the place of
-        /// the one leaving, so that a stream leaves in the same time among ten as among ten
-        /// thousand: rebuilding the array as each left made a thousand streams ending after one
-        /// change cost half a million copies.
+        /// the one leaving, so that a stream leaves in constant time (amortised: the first to
+        /// leave while an element is being delivered copies the array the delivery holds), where
+        /// rebuilding the array as each left made a thousand streams ending after one change cost
+        /// half a million copies.
         mutating func unregister(_ id: Int) -> Bool {
             guard let place = places.removeValue(forKey: id) else { return false }
             let last = current.count - 1
