@@ -149,6 +149,37 @@ struct IdentityBoundaryTests {
         #expect(origin.callCount == 1)
     }
 
+    @Test(
+        "a read within the stale-while-revalidate window revalidates in the background as data(for:) keys and sends",
+        arguments: IdentityConfiguration.allCases)
+    func backgroundRevalidation(identity: IdentityConfiguration) async throws {
+        let origin = origin()
+        let clock = TestClock()
+        let (transport, _) = identity.transport(origin) {
+            $0.clock = clock.cacheClock
+            $0.freshness.maximumAge = .seconds(60)
+            $0.freshness.staleWhileRevalidate = .seconds(600)
+        }
+        let plain = identity.request("\(base)/feed")
+        let first = try await transport.data(for: plain).0
+        clock.advance(by: .seconds(120))
+        let (stale, window) = try await transport.data(for: plain)
+        #expect(stale == first && window.isRevalidatingAnswer)
+        await origin.waitForDeliveredAnswers(2)
+        // The revalidation's answer is stored where the screen's request finds it.
+        let (revalidated, after) = try await transport.data(for: plain)
+        #expect(revalidated.text.hasSuffix("call=2") && after.cacheOutcome?.isFromMemory == true)
+        #expect(origin.callCount == 2)
+        // And it went out as the screen's own fetch did: the same credential, the same adapted fields.
+        let calls = origin.calls
+        for name in ["Authorization", "Accept-Language", "X-Tenant", "X-App-Version"] {
+            #expect(calls[1].value(forHTTPHeaderField: name) == calls[0].value(forHTTPHeaderField: name), "\(name)")
+        }
+        if identity != .none && identity != .adapter {
+            #expect(calls[1].value(forHTTPHeaderField: "Authorization") == "Bearer me-1")
+        }
+    }
+
     @Test("refresh, tagged fetches and query POSTs share the key", arguments: IdentityConfiguration.allCases)
     func refreshTagsAndQueries(identity: IdentityConfiguration) async throws {
         let origin = origin()
